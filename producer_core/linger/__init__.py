@@ -1,0 +1,22 @@
+"""Linger modes: one module per mode, each a pure policy (see `base.LingerPolicy`)."""
+
+from __future__ import annotations
+
+from producer_core.accumulator import Accumulator
+from producer_core.config import ProducerSettings
+from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+from producer_core.linger.partition import NoLinger, PartitionLinger
+
+__all__ = ["LingerPolicy", "RequestLimits", "RequestPlan", "make_policy"]
+
+
+def make_policy(
+    mode: str, accumulator: Accumulator, leaders: list[int], settings: ProducerSettings
+) -> LingerPolicy:
+    """The policy object for a mode name, configured from the settings."""
+    limits = RequestLimits(settings.max_request_size, settings.max_partitions_per_request)
+    if mode == "partition":
+        return PartitionLinger(accumulator, leaders, limits, settings.linger_s)
+    if mode == "none":
+        return NoLinger(accumulator, leaders, limits)
+    raise ValueError(f"unknown mode {mode!r}")

@@ -1,0 +1,190 @@
+"""Producer settings under Kafka's own names, parsed from `-X key=value` and validated.
+
+One table (`SETTINGS`) describes every setting: its type, default, allowed range and a
+one-line meaning. Parsing, validation, `--help` text and the results JSON all read it, so
+a setting is declared once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from producer_core.errors import ConfigError
+
+MODES = ("partition", "none")
+"""Linger modes of the in-repo engine."""
+
+ACKS_VALUES = {"0": 0, "1": 1, "all": -1, "-1": -1}
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """How one setting is typed, bounded and explained."""
+
+    name: str
+    default: Any
+    kind: str  # "int" | "acks" | "choice"
+    help: str
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()  # modes it applies to; empty means all
+
+
+def _spec(*args: Any, **kwargs: Any) -> tuple[str, SettingSpec]:
+    spec = SettingSpec(*args, **kwargs)
+    return spec.name, spec
+
+
+SETTINGS: dict[str, SettingSpec] = dict(
+    [
+        _spec("linger.ms", 5, "int", "per-partition linger: how long a partition's oldest "
+              "message may wait for company before its batch is ready", 0, 900_000,
+              modes=("partition",)),
+        _spec("batch.size", 16384, "int", "bytes per partition batch; a full batch is "
+              "ready at once", 64, 64 * 1024 * 1024),
+        _spec("acks", "1", "acks", "0 (no response), 1 (leader) or all", choices=("0", "1", "all")),
+        _spec("max.in.flight.requests.per.connection", 5, "int",
+              "ProduceRequests awaiting a response per broker connection", 1, 1000),
+        _spec("request.timeout.ms", 30000, "int", "how long a ProduceRequest may wait for its "
+              "response before its messages fail (or are retried)", 1, 3_600_000),
+        _spec("delivery.timeout.ms", 120000, "int", "upper bound from append to "
+              "acknowledgement, retries included; past it a message fails", 1, 86_400_000),
+        _spec("retries", 5, "int", "times a batch is re-sent after a retriable error",
+              0, 1_000_000),
+        _spec("retry.backoff.ms", 100, "int", "pause before a batch is re-sent", 0, 60_000),
+        _spec("max.request.size", 1048576, "int", "largest ProduceRequest in bytes; bounds "
+              "how many partition batches one request may carry", 1024, 1024 * 1024 * 1024),
+        _spec("produce.request.max.partitions", -1, "int", "partitions per ProduceRequest "
+              "at most (-1: unlimited; 1 reproduces stock librdkafka)", -1, 1_000_000),
+        _spec("buffer.memory", 33554432, "int", "bytes of records the producer may hold "
+              "unsent; when full the generator waits (its lag shows it)", 1024, 1 << 40),
+        _spec("compression.type", "none", "choice", "record batch compression",
+              choices=("none", "gzip", "snappy", "lz4", "zstd")),
+        _spec("client.id", "kbatch", "str", "client id sent in every request header"),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    """Validated settings; `explicit` records which keys the user set (for warnings)."""
+
+    values: Mapping[str, Any]
+    explicit: frozenset[str] = frozenset()
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def linger_s(self) -> float:
+        return self.values["linger.ms"] / 1000.0
+
+    @property
+    def batch_size(self) -> int:
+        return self.values["batch.size"]
+
+    @property
+    def acks(self) -> int:
+        return ACKS_VALUES[self.values["acks"]]
+
+    @property
+    def max_in_flight(self) -> int:
+        return self.values["max.in.flight.requests.per.connection"]
+
+    @property
+    def request_timeout_s(self) -> float:
+        return self.values["request.timeout.ms"] / 1000.0
+
+    @property
+    def delivery_timeout_s(self) -> float:
+        return self.values["delivery.timeout.ms"] / 1000.0
+
+    @property
+    def max_request_size(self) -> int:
+        return self.values["max.request.size"]
+
+    @property
+    def max_partitions_per_request(self) -> int | None:
+        cap = self.values["produce.request.max.partitions"]
+        return None if cap in (-1, 0) else cap
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def parse_assignment(text: str) -> tuple[str, str]:
+    """Split one `key=value` string; the CLI's `-X` passes each occurrence here."""
+    key, sep, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key or not value:
+        raise ConfigError(
+            f"Malformed setting {text!r}: expected key=value, for example -X linger.ms=10."
+        )
+    return key, value
+
+
+def _convert(spec: SettingSpec, raw: Any) -> Any:
+    if spec.kind == "int":
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            raise ConfigError(
+                f"Setting {spec.name}={raw!r} is not a whole number. {_range_text(spec)}"
+            ) from None
+        if (spec.minimum is not None and value < spec.minimum) or (
+            spec.maximum is not None and value > spec.maximum
+        ):
+            raise ConfigError(f"Setting {spec.name}={value} is out of range. {_range_text(spec)}")
+        return value
+    text = str(raw).strip().lower() if spec.kind != "str" else str(raw)
+    if spec.kind == "acks":
+        if text not in ACKS_VALUES:
+            raise ConfigError(f"Setting acks={raw!r} is not allowed. Allowed: 0, 1, all.")
+        return "all" if text == "-1" else text
+    if spec.kind == "choice" and text not in spec.choices:
+        raise ConfigError(
+            f"Setting {spec.name}={raw!r} is not allowed. Allowed: {', '.join(spec.choices)}."
+        )
+    return text
+
+
+def _range_text(spec: SettingSpec) -> str:
+    return f"Allowed: {spec.minimum} to {spec.maximum} ({spec.help})."
+
+
+def build_settings(
+    assignments: Iterable[tuple[str, str]] | Mapping[str, Any] = (),
+    mode: str = "partition",
+) -> ProducerSettings:
+    """Validate user-given settings against `SETTINGS` and fill in defaults.
+
+    Unknown keys are refused with the list of known ones, so a typo never passes silently.
+    """
+    if mode not in MODES:
+        raise ConfigError(f"Unknown mode {mode!r}. Allowed modes: {', '.join(MODES)}.")
+    items = assignments.items() if isinstance(assignments, Mapping) else assignments
+    values = {name: spec.default for name, spec in SETTINGS.items()}
+    explicit: set[str] = set()
+    for key, raw in items:
+        spec = SETTINGS.get(key)
+        if spec is None:
+            raise ConfigError(
+                f"Unknown setting {key!r}. Known settings: {', '.join(sorted(SETTINGS))}."
+            )
+        values[key] = _convert(spec, raw)
+        explicit.add(key)
+    if values["batch.size"] > values["max.request.size"]:
+        raise ConfigError(
+            f"batch.size={values['batch.size']} is larger than "
+            f"max.request.size={values['max.request.size']}: a full batch could never be sent. "
+            "Lower batch.size or raise max.request.size."
+        )
+    return ProducerSettings(values=values, explicit=frozenset(explicit))
+
+
+def settings_help() -> str:
+    """One line per setting for `--help`: name, default, meaning."""
+    return "\n".join(f"{s.name} (default {s.default}): {s.help}" for s in SETTINGS.values())

@@ -1,0 +1,471 @@
+"""The asyncio loop that wires generator -> accumulator -> linger policy -> wire.
+
+One coroutine generates messages on the rate schedule and asks the policy what to send;
+responses arrive as callbacks that account for every message (acknowledged, retried or
+failed with a reason) and wake the loop, since a freed request slot may let a ready
+partition go. Everything the run measured ends up in a `Results`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+from aiokafka.errors import for_code
+from aiokafka.protocol.produce import ProduceRequest
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
+from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
+from producer_core.config import ProducerSettings
+from producer_core.errors import BrokerError, UsageError
+from producer_core.linger import LingerPolicy, RequestPlan, make_policy
+from producer_core.metrics import RequestRecord, Results, RunMetrics
+from producer_core.transport import Cluster
+from producer_core.workload import ID_BYTES, MessageSource, Workload
+
+CHUNK = 1000
+"""Messages generated per pass before the loop lets responses in and polls the policy."""
+PROGRESS_INTERVAL_S = 0.25
+START_LEAD_S = 0.02
+"""The schedule starts this long after setup, so message 0 is not already late."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot for live displays."""
+
+    elapsed_s: float
+    generated: int
+    acknowledged: int
+    failed: int
+    in_flight_requests: int
+    requests_sent: int
+    p99_ms: float
+    target_messages: int | None
+
+
+@dataclass
+class Delivery:
+    """Where one acknowledged batch landed: for tests that read the topic back."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    message_ids: list[int]
+
+
+class Engine:
+    """One run of one workload in one mode against one cluster."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        settings: ProducerSettings,
+        mode: str,
+        cluster: Cluster,
+        on_progress: Callable[[Progress], None] | None = None,
+        deliveries: list[Delivery] | None = None,
+    ) -> None:
+        self.workload = workload
+        self.settings = settings
+        self.mode = mode
+        self.cluster = cluster
+        self.on_progress = on_progress
+        self.deliveries = deliveries
+        self.metrics = RunMetrics()
+        self.loop = asyncio.get_event_loop()
+        self._wake_event = asyncio.Event()
+        self._in_flight: dict[int, int] = {}
+        self._pending_retries = 0
+        self._generation_done = False
+        self._refreshing: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self.start = 0.0
+        self._warmup_until = 0.0
+        self.topic_created = False
+
+    # ----------------------------------------------------------------- setup
+    def _check_message_fits(self) -> None:
+        size = self.workload.message_size
+        key = b"key-%d" % max(0, self.workload.keys - 1) if self.workload.keys else None
+        record = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, bytes(size), [])
+        limit = self.settings.max_request_size
+        if record + 256 > limit:
+            raise UsageError(
+                f"A message of {size} bytes needs about {record} bytes on the wire, which does "
+                f"not fit max.request.size={limit}. Lower --message-size or raise "
+                "max.request.size with -X max.request.size=N."
+            )
+
+    async def _setup(self) -> None:
+        self._check_message_fits()
+        await self.cluster.connect()
+        w = self.workload
+        self.topic_created = await self.cluster.ensure_topic(w.topic, w.partitions)
+        assert self.cluster.view is not None
+        self.leaders = list(self.cluster.view.leaders[w.topic])
+        self.slots = [TopicPartition(w.topic, p) for p in range(w.partitions)]
+        self.accumulator = Accumulator(
+            self.slots, self.settings.batch_size, self.settings["compression.type"]
+        )
+        self.policy: LingerPolicy = make_policy(
+            self.mode, self.accumulator, self.leaders, self.settings
+        )
+        for broker in set(self.leaders):
+            await self.cluster.connection(broker)
+            self._in_flight[broker] = 0
+
+    # ------------------------------------------------------------------ run
+    async def run(self) -> Results:
+        await self._setup()
+        progress_task = None
+        try:
+            self.start = self.loop.time() + START_LEAD_S
+            self._warmup_until = self.start + self.workload.warmup_s
+            if self.on_progress is not None:
+                progress_task = asyncio.ensure_future(self._report_progress())
+            await self._generate()
+            self._generation_done = True
+            self.policy.start_flush()
+            await self._drain_everything()
+            end = self.loop.time()
+        finally:
+            if progress_task is not None:
+                progress_task.cancel()
+            for task in list(self._tasks):
+                task.cancel()
+            await self.cluster.close()
+        return self._results(end)
+
+    async def _generate(self) -> None:
+        w = self.workload
+        loop = self.loop
+        acc_append = self.accumulator.append
+        on_append = self.policy.on_append
+        source = MessageSource(w)
+        pad = source.pad
+        small = w.message_size < ID_BYTES
+        partitions = w.partitions
+        keys, key_partitions = source.keys, source.key_partitions
+        key_rng = np.random.default_rng(w.seed)
+        rate = w.rate
+        interval = 1.0 / rate if rate else 0.0
+        total = w.total_messages
+        end_by_time = self.start + w.duration_s if w.duration_s is not None else None
+        limit = self.settings["buffer.memory"]
+        start = self.start
+        index = 0
+        while True:
+            now = loop.time()
+            if rate is not None:
+                due = int((now - start) * rate) + 1 if now >= start else 0
+                if total is not None:
+                    due = min(due, total)
+            else:
+                over = end_by_time is not None and now >= end_by_time
+                due = index if over else index + CHUNK
+                if total is not None:
+                    due = min(due, total)
+            count = min(due - index, CHUNK)
+            if count > 0 and self._buffered_bytes() < limit:
+                timestamp_ms = int(time.time() * 1000)
+                key_choice = key_rng.integers(0, len(keys), count).tolist() if keys else None
+                for k in range(count):
+                    message_id = index + k
+                    intended = start + message_id * interval if rate else now
+                    if small:
+                        value = source.value(message_id)
+                    else:
+                        value = message_id.to_bytes(ID_BYTES, "big") + pad
+                    if key_choice is None:
+                        slot = message_id % partitions
+                        key = None
+                    else:
+                        key_index = key_choice[k]
+                        key = keys[key_index]
+                        slot = key_partitions[key_index]
+                    event = acc_append(slot, message_id, key, value, intended, now, timestamp_ms)
+                    if event:
+                        on_append(slot, event, now)
+                if rate is not None:
+                    ids = np.arange(index, index + count, dtype=np.float64)
+                    lags = now - (start + ids * interval)
+                    if self.workload.warmup_s:
+                        lags = lags[start + ids * interval >= self._warmup_until]
+                    self.metrics.generator_lag.record_seconds(lags)
+                index += count
+                self.metrics.messages_generated = index
+            self._dispatch(self.policy.poll(now, self._free_slots()))
+            finished = (total is not None and index >= total) or (
+                rate is not None and end_by_time is not None and total is None
+                and start + index * interval >= end_by_time
+            ) or (rate is None and due == index and end_by_time is not None
+                  and now >= end_by_time)
+            if finished:
+                return
+            if index < due and self._buffered_bytes() < limit:
+                await asyncio.sleep(0)
+                continue
+            wake = self.policy.next_wakeup()
+            next_due = start + index * interval if rate is not None else None
+            if self._buffered_bytes() >= limit:
+                next_due = None  # blocked on memory: wait for a response to free some
+            candidates = [t for t in (wake, next_due) if t is not None]
+            await self._sleep_until(min(candidates) if candidates else None)
+
+    def _buffered_bytes(self) -> int:
+        return self.accumulator.queued_bytes
+
+    async def _drain_everything(self) -> None:
+        while True:
+            now = self.loop.time()
+            self._dispatch(self.policy.poll(now, self._free_slots()))
+            idle = not any(self._in_flight.values()) and self._pending_retries == 0
+            if self.accumulator.empty and idle:
+                return
+            await self._sleep_until(self.policy.next_wakeup())
+
+    async def _sleep_until(self, when: float | None) -> None:
+        """Sleep until `when` or until a response wakes the loop, whichever comes first."""
+        event = self._wake_event
+        if event.is_set():
+            event.clear()
+            await asyncio.sleep(0)
+            return
+        handle = self.loop.call_at(when, event.set) if when is not None else None
+        try:
+            await event.wait()
+        finally:
+            event.clear()
+            if handle is not None:
+                handle.cancel()
+
+    def _wake(self) -> None:
+        self._wake_event.set()
+
+    def _free_slots(self) -> dict[int, int]:
+        limit = self.settings.max_in_flight
+        return {b: limit - n for b, n in self._in_flight.items() if limit - n > 0}
+
+    # ----------------------------------------------------------------- send
+    def _dispatch(self, plans: list[RequestPlan]) -> None:
+        for plan in plans:
+            self._send(plan)
+
+    def _send(self, plan: RequestPlan) -> None:
+        now = self.loop.time()
+        by_topic: dict[str, list[tuple[int, bytes]]] = {}
+        records = size = 0
+        attempt = 0
+        oldest = now
+        for batch in plan.batches:
+            tp = self.slots[batch.slot]
+            payload = batch.seal()
+            by_topic.setdefault(tp.topic, []).append((tp.partition, payload))
+            records += batch.record_count
+            size += len(payload)
+            batch.attempts += 1
+            attempt = max(attempt, batch.attempts)
+            oldest = min(oldest, batch.created)
+        acks = self.settings.acks
+        request = ProduceRequest(
+            None, acks, int(self.settings.request_timeout_s * 1000), list(by_topic.items())
+        )
+        try:
+            conn = self.cluster._conns[plan.broker]
+            future = conn.send(request, expect_response=acks != 0)
+        except Exception as exc:  # noqa: BLE001 - the connection is gone; retry the batches
+            self._settle_failed(plan.batches, _reason(exc), now)
+            self._schedule_refresh()
+            return
+        record = RequestRecord(
+            send_time_s=now - self.start, broker=plan.broker, partitions=len(plan.batches),
+            records=records, bytes=size, reason=plan.reason,
+            linger_ms=(now - oldest) * 1000, attempt=attempt,
+        )
+        self.metrics.record_request(record)
+        self._in_flight[plan.broker] += 1
+        task = asyncio.ensure_future(future)
+        self._tasks.add(task)
+        task.add_done_callback(partial(self._on_response, plan, record, now))
+
+    def _on_response(
+        self, plan: RequestPlan, record: RequestRecord, sent_at: float, task: asyncio.Future[Any]
+    ) -> None:
+        self._tasks.discard(task)
+        self._in_flight[plan.broker] -= 1
+        self._wake()
+        if task.cancelled():
+            return
+        now = self.loop.time()
+        exc = task.exception()
+        if exc is not None:
+            self._settle_failed(plan.batches, _reason(exc), now)
+            self._schedule_refresh()
+            return
+        record.rtt_ms = (now - sent_at) * 1000
+        self.metrics.rtt.record_us(int(record.rtt_ms * 1000))
+        response = task.result()
+        if response is None:  # acks=0: written is as acknowledged as it gets
+            for batch in plan.batches:
+                self._acknowledge(batch, -1, now)
+            return
+        outcome: dict[tuple[str, int], tuple[int, int]] = {}
+        for topic, partitions in response.topics:
+            for partition_response in partitions:
+                partition, error_code, offset = partition_response[:3]
+                outcome[(topic, partition)] = (error_code, offset)
+        leader_trouble = False
+        for batch in plan.batches:
+            tp = self.slots[batch.slot]
+            error_code, offset = outcome.get((tp.topic, tp.partition), (-2, -1))
+            if error_code == 0:
+                self._acknowledge(batch, offset, now)
+            elif error_code == -2:
+                self._settle_failed([batch], "missing_in_response", now)
+            else:
+                error = for_code(error_code)
+                leader_trouble = True
+                self._settle_failed([batch], error.__name__, now, retriable=error.retriable)
+        if leader_trouble:
+            self._schedule_refresh()
+
+    def _acknowledge(self, batch: ProducerBatch, offset: int, now: float) -> None:
+        intended = np.frombuffer(batch.intended, dtype=np.float64)
+        if self.workload.warmup_s:
+            intended = intended[intended >= self._warmup_until]
+        self.metrics.latency.record_seconds(now - intended)
+        self.metrics.messages_acked += batch.record_count
+        if self.deliveries is not None:
+            tp = self.slots[batch.slot]
+            self.deliveries.append(Delivery(tp.topic, tp.partition, offset, batch.ids.tolist()))
+
+    def _settle_failed(
+        self, batches: list[ProducerBatch], reason: str, now: float, retriable: bool = True
+    ) -> None:
+        """Retry each batch if allowed and in time; otherwise count its messages as failed."""
+        settings = self.settings
+        for batch in batches:
+            age = now - batch.created
+            if not retriable:
+                self.metrics.fail(batch.record_count, reason)
+            elif batch.attempts > settings["retries"]:
+                self.metrics.fail(batch.record_count, f"{reason} (retries exhausted)")
+            elif age + settings["retry.backoff.ms"] / 1000 > settings.delivery_timeout_s:
+                self.metrics.fail(batch.record_count, f"{reason} (delivery.timeout.ms)")
+            else:
+                self._pending_retries += 1
+                self.loop.call_later(
+                    settings["retry.backoff.ms"] / 1000, self._requeue, batch
+                )
+
+    def _requeue(self, batch: ProducerBatch) -> None:
+        self._pending_retries -= 1
+        self.accumulator.requeue_front(batch)
+        self.policy.on_requeue(batch.slot, self.loop.time())
+        self._wake()
+
+    def _schedule_refresh(self) -> None:
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.ensure_future(self._refresh_leaders())
+            self._tasks.add(self._refreshing)
+
+    async def _refresh_leaders(self) -> None:
+        """After leader errors or a lost connection: re-read leaders, reconnect, carry on."""
+        try:
+            view = await self.cluster.refresh_metadata([self.workload.topic])
+            leaders = view.leaders.get(self.workload.topic, self.leaders)
+            for broker in set(leaders):
+                if broker >= 0:
+                    await self.cluster.connection(broker)
+                    self._in_flight.setdefault(broker, 0)
+            self.leaders[:] = leaders
+            self.policy.set_leaders(self.leaders)
+        except (TimeoutError, BrokerError, OSError, Exception):  # noqa: BLE001
+            await asyncio.sleep(self.settings["retry.backoff.ms"] / 1000)
+            self._refreshing = None
+            self._schedule_refresh()
+            return
+        finally:
+            self._wake()
+
+    # -------------------------------------------------------------- results
+    async def _report_progress(self) -> None:
+        assert self.on_progress is not None
+        while True:
+            await asyncio.sleep(PROGRESS_INTERVAL_S)
+            m = self.metrics
+            self.on_progress(Progress(
+                elapsed_s=max(0.0, self.loop.time() - self.start),
+                generated=m.messages_generated,
+                acknowledged=m.messages_acked,
+                failed=m.messages_failed,
+                in_flight_requests=sum(self._in_flight.values()),
+                requests_sent=len(m.requests),
+                p99_ms=m.latency.percentile_ms(99) if m.latency.count else 0.0,
+                target_messages=self.workload.total_messages,
+            ))
+
+    def _results(self, end: float) -> Results:
+        warnings = []
+        lag = self.metrics.generator_lag
+        if lag.count and lag.percentile_ms(99) > max(10.0, 0.05 * 1000 * (self.workload.duration_s
+                                                                          or 1)):
+            warnings.append(
+                f"The generator fell behind its schedule (lag p99 {lag.percentile_ms(99):.1f} ms,"
+                f" max {lag.max_ms:.1f} ms): the load was lower than asked for, and latencies "
+                "include that lag."
+            )
+        if self.metrics.messages_failed:
+            warnings.append(f"{self.metrics.messages_failed} messages failed: "
+                            f"{dict(self.metrics.failed_reasons)}.")
+        duration = max(end - self.start, 1e-9)
+        return Results(
+            mode=self.mode,
+            workload=self.workload.as_dict(),
+            settings=self.settings.as_dict(),
+            bootstrap=self.cluster.bootstrap,
+            broker="",
+            duration_s=duration,
+            metrics=self.metrics,
+            warnings=warnings,
+            extra={"messages_intended": self.workload.total_messages
+                   or self.metrics.messages_generated},
+        )
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.TimeoutError):
+        return "request_timeout"
+    return type(exc).__name__
+
+
+async def run_async(
+    workload: Workload,
+    settings: ProducerSettings,
+    mode: str,
+    bootstrap: str,
+    on_progress: Callable[[Progress], None] | None = None,
+    deliveries: list[Delivery] | None = None,
+) -> Results:
+    """Run one workload in one mode against the cluster at `bootstrap`."""
+    cluster = Cluster(bootstrap, settings["client.id"], settings.request_timeout_s)
+    engine = Engine(workload, settings, mode, cluster, on_progress, deliveries)
+    return await engine.run()
+
+
+def run(
+    workload: Workload,
+    settings: ProducerSettings,
+    mode: str,
+    bootstrap: str,
+    on_progress: Callable[[Progress], None] | None = None,
+    deliveries: list[Delivery] | None = None,
+) -> Results:
+    """The engine as a library call: `run(workload, settings, mode, bootstrap) -> Results`."""
+    return asyncio.run(run_async(workload, settings, mode, bootstrap, on_progress, deliveries))

@@ -1,0 +1,72 @@
+"""What every linger policy is: a pure decision of what to send to which broker, and when.
+
+A policy never reads a clock or touches a socket. The engine tells it about appends and
+retries (with the time), asks it with `poll(now, free_slots)` which requests to send, and
+asks `next_wakeup()` when to ask again. That keeps every policy testable with synthetic
+time, and lets new modes (broker-level collector, adaptive linger) plug into one engine.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from producer_core.accumulator import Accumulator, ProducerBatch
+
+
+@dataclass
+class RequestPlan:
+    """One ProduceRequest to send: the broker, its batches (one per partition), and why."""
+
+    broker: int
+    batches: list[ProducerBatch]
+    reason: str
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """What one ProduceRequest may carry."""
+
+    max_request_size: int
+    max_partitions: int | None = None
+
+
+class LingerPolicy(ABC):
+    """Base for linger modes. `leaders[slot]` is the node id leading that partition slot."""
+
+    name: str = "?"
+
+    def __init__(self, accumulator: Accumulator, leaders: list[int], limits: RequestLimits):
+        self.accumulator = accumulator
+        self.leaders = leaders
+        self.limits = limits
+        self.flushing = False
+
+    def set_leaders(self, leaders: list[int]) -> None:
+        self.leaders = leaders
+
+    @abstractmethod
+    def on_append(self, slot: int, event: int, now: float) -> None:
+        """A slot became non-empty (BECAME_NONEMPTY) or filled a batch (BATCH_FILLED)."""
+
+    @abstractmethod
+    def on_requeue(self, slot: int, now: float) -> None:
+        """A batch came back to the head of `slot` for a retry: it should go soon."""
+
+    @abstractmethod
+    def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
+        """Requests to send now, at most `free_slots[broker]` per broker; drains batches."""
+
+    @abstractmethod
+    def next_wakeup(self) -> float | None:
+        """The next time `poll` may have something new to send, or None if only an event can."""
+
+    def start_flush(self) -> None:
+        """From now on everything queued is ready (end of run, close, explicit flush)."""
+        self.flushing = True
+
+    def stats(self) -> dict[str, object]:
+        """Mode-specific metrics for the results."""
+        return {}

@@ -1,0 +1,120 @@
+"""Per-partition linger (librdkafka / Java `linger.ms` semantics, one partition at a time).
+
+A partition is ready when its oldest queued batch has waited `linger.ms` since its first
+record, or when it holds a full batch. A request to a broker carries only the partitions
+ready at that moment, oldest first, up to `max.request.size` and
+`produce.request.max.partitions`. Partitions therefore expire at staggered times and
+requests stay small: the "before" of the broker-level linger design.
+
+Mode `none` is the same policy with linger 0: whatever is queued goes as soon as a request
+slot is free, and what queues meanwhile rides along in the next request.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Mapping
+
+from producer_core.accumulator import (
+    BATCH_FILLED,
+    BECAME_NONEMPTY,
+    Accumulator,
+    ProducerBatch,
+    drain_request,
+)
+from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+
+
+class PartitionLinger(LingerPolicy):
+    name = "partition"
+
+    def __init__(
+        self,
+        accumulator: Accumulator,
+        leaders: list[int],
+        limits: RequestLimits,
+        linger_s: float,
+    ) -> None:
+        super().__init__(accumulator, leaders, limits)
+        self.linger_s = linger_s
+        # (deadline, tie-breaker, slot, head batch): lazily invalidated when the head changes
+        self._waiting: list[tuple[float, int, int, ProducerBatch]] = []
+        self._ready: dict[int, None] = {}  # insertion order = order of becoming ready
+        self._seq = itertools.count()
+
+    def _watch_head(self, slot: int) -> None:
+        """Register the slot's current head: ready if full (or linger 0), else wait for it."""
+        head = self.accumulator.head(slot)
+        if head is None:
+            return
+        if self.linger_s <= 0 or self.accumulator.head_is_full(slot):
+            self._ready[slot] = None
+        else:
+            entry = (head.created + self.linger_s, next(self._seq), slot, head)
+            heapq.heappush(self._waiting, entry)
+
+    def on_append(self, slot: int, event: int, now: float) -> None:
+        if event == BECAME_NONEMPTY:
+            self._watch_head(slot)
+        elif event == BATCH_FILLED:
+            self._ready[slot] = None
+
+    def on_requeue(self, slot: int, now: float) -> None:
+        self._ready[slot] = None
+
+    def _expire(self, now: float) -> None:
+        waiting = self._waiting
+        accumulator = self.accumulator
+        while waiting and (waiting[0][0] <= now or self.flushing):
+            _, _, slot, batch = heapq.heappop(waiting)
+            if accumulator.head(slot) is batch:
+                self._ready[slot] = None
+
+    def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
+        self._expire(now)
+        if not self._ready:
+            return []
+        by_broker: dict[int, list[int]] = {}
+        for slot in self._ready:
+            by_broker.setdefault(self.leaders[slot], []).append(slot)
+        plans: list[RequestPlan] = []
+        for broker, candidates in by_broker.items():
+            free = free_slots.get(broker, 0)
+            while candidates and free > 0:
+                batches = drain_request(
+                    self.accumulator, candidates, now,
+                    self.limits.max_request_size, self.limits.max_partitions,
+                )
+                if not batches:
+                    break
+                free -= 1
+                for batch in batches:
+                    del self._ready[batch.slot]
+                    self._watch_head(batch.slot)
+                plans.append(RequestPlan(broker, batches, self._reason(batches)))
+                candidates = [s for s in self._ready if self.leaders[s] == broker]
+        return plans
+
+    def _reason(self, batches: list[ProducerBatch]) -> str:
+        if self.flushing:
+            return "flush"
+        if self.linger_s <= 0:
+            return "immediate"
+        early = all(b.drained_at - b.created < self.linger_s for b in batches)
+        return "batch_full" if early else "linger"
+
+    def next_wakeup(self) -> float | None:
+        waiting = self._waiting
+        while waiting and self.accumulator.head(waiting[0][2]) is not waiting[0][3]:
+            heapq.heappop(waiting)
+        return waiting[0][0] if waiting else None
+
+
+class NoLinger(PartitionLinger):
+    """Mode `none`: linger 0, send as soon as a request slot is free."""
+
+    name = "none"
+
+    def __init__(self, accumulator: Accumulator, leaders: list[int], limits: RequestLimits):
+        super().__init__(accumulator, leaders, limits, linger_s=0.0)

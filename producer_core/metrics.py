@@ -1,0 +1,160 @@
+"""What a run measured: counters, histograms, a per-request log, and the Results JSON.
+
+Counts are facts: `requests_sent` is incremented where a ProduceRequest is written to
+the socket, `records_sent` by the records in it. Results are mergeable (counters add,
+histograms merge from their encoded form, request logs concatenate) so runs executed in
+different processes combine exactly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from producer_core.histogram import LatencyHistogram
+
+SCHEMA_VERSION = 1
+
+REQUEST_LOG_FIELDS = (
+    "send_time_s", "broker", "partitions", "records", "bytes", "rtt_ms", "reason",
+    "linger_ms", "attempt",
+)
+
+
+@dataclass
+class RequestRecord:
+    """One ProduceRequest as written to the wire (send time relative to the run start)."""
+
+    send_time_s: float
+    broker: int
+    partitions: int
+    records: int
+    bytes: int
+    reason: str
+    linger_ms: float
+    attempt: int
+    rtt_ms: float = -1.0  # -1 until the response arrives (and for acks=0)
+
+
+@dataclass
+class RunMetrics:
+    """Mutable counters the engine updates while it runs."""
+
+    requests: list[RequestRecord] = field(default_factory=list)
+    requests_by_broker: Counter[int] = field(default_factory=Counter)
+    retried_requests: int = 0
+    records_sent: int = 0
+    bytes_sent: int = 0
+    messages_generated: int = 0
+    messages_acked: int = 0
+    messages_failed: int = 0
+    failed_reasons: Counter[str] = field(default_factory=Counter)
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    generator_lag: LatencyHistogram = field(default_factory=LatencyHistogram)
+    linger: LatencyHistogram = field(default_factory=LatencyHistogram)
+    rtt: LatencyHistogram = field(default_factory=LatencyHistogram)
+
+    def record_request(self, record: RequestRecord) -> None:
+        self.requests.append(record)
+        self.requests_by_broker[record.broker] += 1
+        self.records_sent += record.records
+        self.bytes_sent += record.bytes
+        if record.attempt > 1:
+            self.retried_requests += 1
+        self.linger.record_us(int(record.linger_ms * 1000))
+
+    def fail(self, count: int, reason: str) -> None:
+        self.messages_failed += count
+        self.failed_reasons[reason] += count
+
+
+def _distribution(values: np.ndarray, unit: str = "") -> dict[str, float]:
+    if values.size == 0:
+        return {f"mean{unit}": 0.0, f"p50{unit}": 0.0, f"max{unit}": 0.0}
+    return {
+        f"mean{unit}": round(float(values.mean()), 3),
+        f"p50{unit}": float(np.percentile(values, 50, method="lower")),
+        f"max{unit}": float(values.max()),
+    }
+
+
+@dataclass
+class Results:
+    """The outcome of one run, in the shape of its JSON (see README, 'Results JSON')."""
+
+    mode: str
+    workload: dict[str, Any]
+    settings: dict[str, Any]
+    bootstrap: str
+    broker: str
+    duration_s: float
+    metrics: RunMetrics
+    warnings: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def requests_sent(self) -> int:
+        return len(self.metrics.requests)
+
+    @property
+    def msgs_per_req(self) -> float:
+        return self.metrics.records_sent / self.requests_sent if self.requests_sent else 0.0
+
+    @property
+    def achieved_rate(self) -> float:
+        return self.metrics.messages_acked / self.duration_s if self.duration_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.metrics
+        partitions = np.array([r.partitions for r in m.requests], dtype=np.int64)
+        sizes = np.array([r.bytes for r in m.requests], dtype=np.int64)
+        target = self.workload.get("rate")
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "mode": self.mode,
+            "bootstrap_servers": self.bootstrap,
+            "broker": self.broker,
+            "workload": self.workload,
+            "settings": self.settings,
+            "duration_s": round(self.duration_s, 6),
+            "requests_sent": self.requests_sent,
+            "retried_requests": m.retried_requests,
+            "records_sent": m.records_sent,
+            "bytes_sent": m.bytes_sent,
+            "msgs_per_req": round(self.msgs_per_req, 3),
+            "partitions_per_request": _distribution(partitions),
+            "bytes_per_request": _distribution(sizes),
+            "requests_by_broker": {str(k): v for k, v in sorted(m.requests_by_broker.items())},
+            "messages": {
+                "intended": self.extra.get("messages_intended", m.messages_generated),
+                "sent": m.messages_generated,
+                "acknowledged": m.messages_acked,
+                "failed": m.messages_failed,
+                "failed_reasons": dict(m.failed_reasons),
+            },
+            "rate": {
+                "target_msgs_per_s": target,
+                "achieved_msgs_per_s": round(self.achieved_rate, 1),
+            },
+            "latency": _summary(m.latency),
+            "generator_lag": _summary(m.generator_lag),
+            "linger": _summary(m.linger),
+            "rtt": _summary(m.rtt),
+            "histograms": {
+                "latency_us": m.latency.encode(),
+                "generator_lag_us": m.generator_lag.encode(),
+                "linger_us": m.linger.encode(),
+                "rtt_us": m.rtt.encode(),
+            },
+            "warnings": self.warnings,
+            **self.extra.get("json", {}),
+        }
+
+
+def _summary(histogram: LatencyHistogram) -> dict[str, float]:
+    summary = histogram.summary_ms()
+    return {key: round(value, 3) if isinstance(value, float) else value
+            for key, value in summary.items()}

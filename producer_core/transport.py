@@ -1,0 +1,204 @@
+"""Connections and metadata over the Kafka wire protocol, through aiokafka's protocol layer.
+
+One connection per broker (aiokafka's `AIOKafkaConnection`: framing, correlation ids,
+ApiVersions negotiation, pipelined requests). kbatch decides itself how many requests are
+in flight; this module only connects, asks for metadata, creates topics and hands out the
+connection for a node id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka.conn import AIOKafkaConnection, create_conn
+from aiokafka.errors import for_code
+from aiokafka.protocol.admin import CreateTopicsRequest
+from aiokafka.protocol.metadata import MetadataRequest
+
+from producer_core.errors import BrokerError, UsageError
+
+CONNECT_TIMEOUT_S = 10.0
+TOPIC_ALREADY_EXISTS = 36
+RETRIABLE_METADATA_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
+
+
+@dataclass(frozen=True)
+class BrokerAddress:
+    node_id: int
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class ClusterView:
+    """What a Metadata response says: brokers, controller, and partition leaders per topic."""
+
+    brokers: dict[int, BrokerAddress]
+    controller_id: int
+    leaders: dict[str, list[int]]  # topic -> leader node per partition (-1: none)
+    topic_errors: dict[str, int]
+
+
+def parse_bootstrap(text: str) -> list[tuple[str, int]]:
+    """`host:port[,host:port...]` into pairs; refuses anything else with an example."""
+    servers = []
+    for part in (p.strip() for p in text.split(",")):
+        host, sep, port = part.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(
+                f"Malformed --bootstrap-servers entry {part!r}: expected host:port, "
+                "for example localhost:9092 or broker1:9092,broker2:9092."
+            )
+        servers.append((host.strip("[]"), int(port)))
+    return servers
+
+
+class Cluster:
+    """Connections to the brokers of one cluster, created on demand and shared."""
+
+    def __init__(self, bootstrap: str, client_id: str = "kbatch", request_timeout_s: float = 30):
+        self.bootstrap = bootstrap
+        self.servers = parse_bootstrap(bootstrap)
+        self.client_id = client_id
+        self.request_timeout_ms = int(request_timeout_s * 1000)
+        self.view: ClusterView | None = None
+        self._conns: dict[int, AIOKafkaConnection] = {}
+        self._bootstrap_conn: AIOKafkaConnection | None = None
+
+    async def _open(self, host: str, port: int) -> AIOKafkaConnection:
+        return await asyncio.wait_for(
+            create_conn(
+                host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms
+            ),
+            CONNECT_TIMEOUT_S,
+        )
+
+    async def connect(self) -> ClusterView:
+        """Reach any bootstrap server and read the cluster's brokers, within a bounded time."""
+        problems = []
+        for host, port in self.servers:
+            try:
+                self._bootstrap_conn = await self._open(host, port)
+                break
+            except (TimeoutError, OSError, Exception) as exc:  # noqa: BLE001
+                problems.append(f"{host}:{port}: {_describe(exc)}")
+        else:
+            raise BrokerError(
+                f"Could not reach any bootstrap server ({'; '.join(problems)}). Check "
+                "--bootstrap-servers and that the brokers are running, or leave the option "
+                "out to use kbatch's embedded broker."
+            )
+        return await self.refresh_metadata([])
+
+    async def _any_conn(self) -> AIOKafkaConnection:
+        if self._bootstrap_conn is not None and self._bootstrap_conn.connected():
+            return self._bootstrap_conn
+        for node_id in list(self._conns):
+            try:
+                return await self.connection(node_id)
+            except BrokerError:
+                continue
+        await self.connect()
+        assert self._bootstrap_conn is not None
+        return self._bootstrap_conn
+
+    async def refresh_metadata(self, topics: list[str]) -> ClusterView:
+        conn = await self._any_conn()
+        response = await conn.send(MetadataRequest(topics or None, False))
+        data: dict[str, Any] = response.to_object()
+        brokers = {
+            b["node_id"]: BrokerAddress(b["node_id"], b["host"], b["port"])
+            for b in data["brokers"]
+        }
+        leaders: dict[str, list[int]] = {}
+        errors: dict[str, int] = {}
+        for topic in data["topics"]:
+            name = topic["topic"]
+            errors[name] = topic["error_code"]
+            parts = sorted(topic["partitions"], key=lambda p: p["partition"])
+            leaders[name] = [p["leader"] if p["error_code"] in (0, 9) else -1 for p in parts]
+        self.view = ClusterView(brokers, data.get("controller_id", -1), leaders, errors)
+        return self.view
+
+    async def ensure_topic(
+        self, topic: str, partitions: int, replication_factor: int = 1, timeout_s: float = 15
+    ) -> bool:
+        """Create the topic unless it exists; wait until every partition has a leader.
+
+        Returns True if kbatch created it. An existing topic with another partition count is
+        refused: the run would not measure the layout the user asked for.
+        """
+        view = await self.refresh_metadata([topic])
+        exists = view.topic_errors.get(topic) == 0 and view.leaders.get(topic)
+        created = False
+        if exists:
+            have = len(view.leaders[topic])
+            if have != partitions:
+                raise UsageError(
+                    f"Topic {topic!r} already exists with {have} partitions, but "
+                    f"--partitions {partitions} was asked for. Use another --topic, or "
+                    f"--partitions {have}."
+                )
+        else:
+            conn = await self.connection(view.controller_id) if view.controller_id in (
+                view.brokers) else await self._any_conn()
+            request = CreateTopicsRequest(
+                [(topic, partitions, replication_factor, [], [])], int(timeout_s * 1000), False
+            )
+            response = await conn.send(request)
+            for result in response.to_object()["topic_errors"]:
+                code = result["error_code"]
+                if code not in (0, TOPIC_ALREADY_EXISTS):
+                    message = result.get("error_message") or for_code(code).__name__
+                    raise BrokerError(f"The broker refused to create topic {topic!r}: {message}.")
+                created = code == 0
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            view = await self.refresh_metadata([topic])
+            leaders = view.leaders.get(topic, [])
+            if len(leaders) == partitions and all(leader >= 0 for leader in leaders):
+                return created
+            if asyncio.get_running_loop().time() > deadline:
+                raise BrokerError(
+                    f"Topic {topic!r} has no leader for every partition after {timeout_s:.0f} s "
+                    f"(metadata shows {len(leaders)} partitions, "
+                    f"{sum(1 for x in leaders if x < 0)} without a leader)."
+                )
+            await asyncio.sleep(0.1)
+
+    async def connection(self, node_id: int) -> AIOKafkaConnection:
+        conn = self._conns.get(node_id)
+        if conn is not None and conn.connected():
+            return conn
+        assert self.view is not None
+        address = self.view.brokers.get(node_id)
+        if address is None:
+            raise BrokerError(f"Broker {node_id} is not in the cluster's metadata.")
+        try:
+            conn = await self._open(address.host, address.port)
+        except Exception as exc:  # noqa: BLE001
+            raise BrokerError(
+                f"Could not connect to broker {node_id} at {address}: {_describe(exc)}. The "
+                "cluster advertises this address; it must be reachable from this machine."
+            ) from exc
+        self._conns[node_id] = conn
+        return conn
+
+    async def close(self) -> None:
+        for conn in [*self._conns.values(), self._bootstrap_conn]:
+            if conn is not None:
+                conn.close()
+        self._conns.clear()
+        self._bootstrap_conn = None
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.TimeoutError):
+        return f"no answer within {CONNECT_TIMEOUT_S:.0f} s"
+    text = str(exc) or type(exc).__name__
+    return text.rstrip(".")
