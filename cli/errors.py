@@ -1,0 +1,38 @@
+"""Turn anticipated failures into one clear paragraph and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from producer_core.errors import KbatchError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def friendly_errors(func: F) -> F:
+    """Wrap a command: usage errors exit 2, runtime failures exit 1, Ctrl-C exits 130."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except UsageError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        except KbatchError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(EXIT_RUNTIME)
+        except KeyboardInterrupt:
+            click.echo("Interrupted: the run was stopped and its broker shut down.", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,85 @@
+"""Options shared by the commands that run a workload, and their conversion to engine types."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from producer_core.config import ProducerSettings, build_settings, parse_assignment
+from producer_core.errors import UsageError
+from producer_core.workload import Workload
+
+
+class RateType(click.ParamType):
+    """A positive number of messages per second, or `max` for unthrottled."""
+
+    name = "RATE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        if value is None or isinstance(value, float):
+            return value
+        text = str(value).strip().lower()
+        if text == "max":
+            return None
+        try:
+            rate = float(text)
+        except ValueError:
+            self.fail(f"{value!r} is not a rate: give messages per second (e.g. 20000) or 'max'.",
+                      param, ctx)
+        if not rate > 0 or rate == float("inf"):
+            self.fail(f"{value!r} is not a rate: it must be a positive number or 'max'.",
+                      param, ctx)
+        return rate
+
+
+def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The one-topic workload flags, shared by `produce` and `compare-modes`."""
+    options = [
+        click.option("--topic", default=None,
+                     help="Topic to produce to. Default: kbatch-<unix time> (a fresh topic)."),
+        click.option("--partitions", type=click.IntRange(1, 100_000), default=16,
+                     show_default=True, help="Partitions of the topic (created if missing)."),
+        click.option("--rate", type=RateType(), default="1000", show_default=True,
+                     help="Messages per second on a constant schedule, or 'max' (unthrottled; "
+                          "latency is then taken from the append time)."),
+        click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Seconds to produce for. Default 10 unless --messages is given."),
+        click.option("--messages", type=click.IntRange(min=1), default=None,
+                     help="Messages to produce (with --duration too: whichever ends first)."),
+        click.option("--message-size", type=click.IntRange(0, 64 * 1024 * 1024), default=100,
+                     show_default=True, help="Bytes per message value (the first 8 carry the "
+                                             "message id)."),
+        click.option("--keys", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="0: keyless, spread round-robin over partitions. N: keys drawn "
+                          "uniformly from N, partitioned with Java-compatible murmur2."),
+        click.option("--seed", type=int, default=1, show_default=True,
+                     help="Seed for payloads and key choice, for reproducible runs."),
+        click.option("--warmup", type=click.FloatRange(min=0), default=0.0, show_default=True,
+                     help="Seconds at the start whose messages are left out of the latency "
+                          "statistics (they are still sent and counted in requests)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def workload_from_flags(
+    topic: str | None, partitions: int, rate: float | None, duration: float | None,
+    messages: int | None, message_size: int, keys: int, seed: int, warmup: float,
+) -> Workload:
+    if duration is None and messages is None:
+        duration = 10.0
+    if rate is None and duration is None and messages is None:
+        raise UsageError("--rate max needs --duration or --messages to know when to stop.")
+    return Workload(
+        topic=topic or f"kbatch-{int(time.time() * 1000)}",
+        partitions=partitions, rate=rate, duration_s=duration, messages=messages,
+        message_size=message_size, keys=keys, seed=seed, warmup_s=warmup,
+    )
+
+
+def settings_from_flags(overrides: tuple[str, ...], mode: str) -> ProducerSettings:
+    return build_settings([parse_assignment(text) for text in overrides], mode=mode)

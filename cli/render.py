@@ -1,0 +1,91 @@
+"""How results and progress look in a terminal (rich). The engine knows nothing of this."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from producer_core.engine import Progress
+
+console = Console(stderr=True)
+"""Progress and notices go to stderr so stdout stays clean for tables and pipes."""
+out = Console()
+
+
+@contextmanager
+def live_progress(label: str, enabled: bool) -> Iterator[Any]:
+    """Yield a callback that shows engine progress live; silent when not on a terminal."""
+    if not enabled or not console.is_terminal:
+        yield None
+        return
+    with Live(Text(f"{label}: starting..."), console=console, refresh_per_second=4,
+              transient=True) as live:
+
+        def update(p: Progress) -> None:
+            rate = p.acknowledged / p.elapsed_s if p.elapsed_s > 0 else 0.0
+            total = f"/{p.target_messages:,}" if p.target_messages else ""
+            live.update(Text(
+                f"{label}  {p.elapsed_s:6.1f} s  generated {p.generated:,}{total}  "
+                f"acked {p.acknowledged:,} ({rate:,.0f}/s)  failed {p.failed:,}  "
+                f"in flight {p.in_flight_requests}  requests {p.requests_sent:,}  "
+                f"p99 {p.p99_ms:,.1f} ms"
+            ))
+
+        yield update
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.2f}"
+
+
+def summary_table(result: dict[str, Any]) -> Table:
+    """The final summary of one run, from its results JSON."""
+    table = Table(title=f"kbatch produce — mode {result['mode']}", show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    msgs = result["messages"]
+    rate = result["rate"]
+    target = rate["target_msgs_per_s"]
+    rows = [
+        ("requests_sent", f"{result['requests_sent']:,}"),
+        ("retried requests", f"{result['retried_requests']:,}"),
+        ("msgs_per_req", f"{result['msgs_per_req']:,.1f}"),
+        ("partitions per request (mean / p50 / max)",
+         "{mean:,.1f} / {p50:,.0f} / {max:,.0f}".format(**result["partitions_per_request"])),
+        ("bytes per request (mean / max)",
+         "{mean:,.0f} / {max:,.0f}".format(**result["bytes_per_request"])),
+        ("messages intended / sent", f"{msgs['intended']:,} / {msgs['sent']:,}"),
+        ("acknowledged / failed", f"{msgs['acknowledged']:,} / {msgs['failed']:,}"),
+        ("rate achieved (target)",
+         f"{rate['achieved_msgs_per_s']:,.0f}/s ({'max' if target is None else f'{target:,.0f}'})"),
+    ]
+    lat = result["latency"]
+    rows += [
+        ("latency p50 / p95 / p99 ms", f"{_ms(lat['p50_ms'])} / {_ms(lat['p95_ms'])} / "
+                                       f"{_ms(lat['p99_ms'])}"),
+        ("latency p99.9 / max ms", f"{_ms(lat['p999_ms'])} / {_ms(lat['max_ms'])}"),
+        ("linger per request p50 / p99 / max ms",
+         f"{_ms(result['linger']['p50_ms'])} / {_ms(result['linger']['p99_ms'])} / "
+         f"{_ms(result['linger']['max_ms'])}"),
+        ("generator lag p99 / max ms", f"{_ms(result['generator_lag']['p99_ms'])} / "
+                                       f"{_ms(result['generator_lag']['max_ms'])}"),
+        ("requests by broker", ", ".join(
+            f"{k}: {v:,}" for k, v in result["requests_by_broker"].items()) or "-"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    if msgs["failed_reasons"]:
+        table.add_row("failure reasons", ", ".join(
+            f"{k}: {v:,}" for k, v in msgs["failed_reasons"].items()))
+    return table
+
+
+def print_warnings(result: dict[str, Any]) -> None:
+    for warning in result.get("warnings", []):
+        console.print(f"[yellow]Warning:[/yellow] {warning}")
