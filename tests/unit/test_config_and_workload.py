@@ -1,0 +1,76 @@
+"""Settings and workload validation: bad input is refused with what is allowed."""
+
+import pytest
+
+from producer_core.config import build_settings, parse_assignment
+from producer_core.errors import ConfigError, UsageError
+from producer_core.workload import ConstantSchedule, MessageSource, Workload, message_id_of
+
+
+def test_defaults_follow_kafka_names() -> None:
+    s = build_settings()
+    assert s["linger.ms"] == 5 and s["batch.size"] == 16384
+    assert s.acks == 1 and s.max_in_flight == 5
+    assert s.max_partitions_per_request is None
+
+
+def test_overrides_are_converted() -> None:
+    s = build_settings([("acks", "all"), ("linger.ms", "500"),
+                        ("produce.request.max.partitions", "1")])
+    assert s.acks == -1 and s.linger_s == 0.5 and s.max_partitions_per_request == 1
+    assert s.explicit == {"acks", "linger.ms", "produce.request.max.partitions"}
+
+
+@pytest.mark.parametrize(("pairs", "fragment"), [
+    ([("lingr.ms", "5")], "Unknown setting 'lingr.ms'"),
+    ([("linger.ms", "abc")], "not a whole number"),
+    ([("linger.ms", "-1")], "out of range"),
+    ([("acks", "2")], "Allowed: 0, 1, all"),
+    ([("compression.type", "brotli")], "Allowed: none, gzip"),
+    ([("batch.size", "2000000")], "larger than max.request.size"),
+])
+def test_bad_settings_say_what_is_allowed(pairs, fragment) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        build_settings(pairs)
+
+
+def test_unknown_mode_lists_modes() -> None:
+    with pytest.raises(ConfigError, match="Allowed modes: partition"):
+        build_settings(mode="fast")
+
+
+@pytest.mark.parametrize("text", ["linger.ms", "=5", "linger.ms=", ""])
+def test_malformed_assignment(text: str) -> None:
+    with pytest.raises(ConfigError, match="expected key=value"):
+        parse_assignment(text)
+
+
+@pytest.mark.parametrize(("kwargs", "fragment"), [
+    ({"rate": 0}, "--rate must be a positive"),
+    ({"rate": -5}, "--rate must be a positive"),
+    ({"partitions": 0}, "--partitions"),
+    ({"duration_s": None, "messages": None}, "give --duration or --messages"),
+    ({"warmup_s": 20, "duration_s": 10}, "--warmup must be shorter"),
+])
+def test_bad_workloads(kwargs, fragment) -> None:
+    with pytest.raises(UsageError, match=fragment):
+        Workload(**kwargs)
+
+
+def test_total_messages() -> None:
+    assert Workload(rate=1000, duration_s=2).total_messages == 2000
+    assert Workload(rate=1000, duration_s=2, messages=500).total_messages == 500
+    assert Workload(rate=None, duration_s=2).total_messages is None
+
+
+def test_schedule_is_a_function_of_the_index() -> None:
+    schedule = ConstantSchedule(2000)
+    assert schedule.intended_offset(4000) == pytest.approx(2.0)
+    assert schedule.due_count(0.0) == 1 and schedule.due_count(0.0015) == 4
+
+
+def test_values_carry_their_id_and_size() -> None:
+    source = MessageSource(Workload(message_size=100))
+    value = source.value(123456)
+    assert len(value) == 100 and message_id_of(value) == 123456
+    assert len(MessageSource(Workload(message_size=3)).value(5)) == 3
