@@ -1,0 +1,48 @@
+"""Read a topic back with assign + fetch (Tansu's group subscribe may not deliver)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from producer_core.workload import message_id_of
+
+
+async def read_all(
+    bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 30.0
+) -> dict[int, list[tuple[int, int, bytes | None]]]:
+    """Return, per partition, (offset, message id, key) of every record, in offset order.
+
+    Stops once `expected` records are read (or times out), because Tansu's high watermark
+    from ListOffsets can lag behind what fetch already returns.
+    """
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+        auto_offset_reset="earliest", fetch_max_bytes=16 * 1024 * 1024,
+        max_partition_fetch_bytes=4 * 1024 * 1024,
+    )
+    await consumer.start()
+    found: dict[int, list[tuple[int, int, bytes | None]]] = {p: [] for p in range(partitions)}
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        total = 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while total < expected and loop.time() < deadline:
+            batch = await consumer.getmany(timeout_ms=500, max_records=100_000)
+            for tp, records in batch.items():
+                for record in records:
+                    found[tp.partition].append(
+                        (record.offset, message_id_of(record.value), record.key))
+                    total += 1
+        # one more short poll: anything beyond `expected` would be a duplicate
+        for tp, records in (await consumer.getmany(timeout_ms=300)).items():
+            for record in records:
+                found[tp.partition].append(
+                        (record.offset, message_id_of(record.value), record.key))
+    finally:
+        await consumer.stop()
+    return found
