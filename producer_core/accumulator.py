@@ -126,6 +126,53 @@ class Accumulator:
         self.queued_records += 1
         return result
 
+    def append_many(
+        self,
+        slots: list[int],
+        message_ids: range,
+        keys: list[bytes] | None,
+        values: list[bytes],
+        intended: list[float],
+        now: float,
+        timestamp_ms: int,
+    ) -> list[tuple[int, int]]:
+        """`append` for a whole generator pass: the same result, one call per pass.
+
+        Returns the (slot, event) pairs whose event is not APPENDED, in order, for the
+        policy. This loop is the hottest code in kbatch, hence the local names.
+        """
+        queues = self.queues
+        events: list[tuple[int, int]] = []
+        record_bytes = 0
+        key_iter = keys if keys is not None else [None] * len(values)
+        for slot, message_id, key, value, when in zip(
+            slots, message_ids, key_iter, values, intended, strict=True
+        ):
+            queue = queues[slot]
+            if queue:
+                batch = queue[-1]
+                if batch.closed:
+                    batch = self._new_batch(slot, now)
+            else:
+                batch = self._new_batch(slot, now)
+                events.append((slot, BECAME_NONEMPTY))
+            ids = batch.ids
+            metadata = batch.builder.append(len(ids), timestamp_ms, key, value, NO_HEADERS)
+            if metadata is None:
+                batch.closed = True
+                batch = self._new_batch(slot, now)
+                ids = batch.ids
+                metadata = batch.builder.append(0, timestamp_ms, key, value, NO_HEADERS)
+                events.append((slot, BATCH_FILLED))
+            ids.append(message_id)
+            batch.intended.append(when)
+            size = metadata.size
+            batch.record_bytes += size
+            record_bytes += size
+        self.queued_bytes += record_bytes
+        self.queued_records += len(values)
+        return events
+
     def has_data(self, slot: int) -> bool:
         return bool(self.queues[slot])
 

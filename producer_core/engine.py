@@ -145,7 +145,7 @@ class Engine:
     async def _generate(self) -> None:
         w = self.workload
         loop = self.loop
-        acc_append = self.accumulator.append
+        acc_many = self.accumulator.append_many
         on_append = self.policy.on_append
         source = MessageSource(w)
         pad = source.pad
@@ -174,29 +174,26 @@ class Engine:
             count = min(due - index, CHUNK)
             if count > 0 and self._buffered_bytes() < limit:
                 timestamp_ms = int(time.time() * 1000)
-                key_choice = key_rng.integers(0, len(keys), count).tolist() if keys else None
-                for k in range(count):
-                    message_id = index + k
-                    intended = start + message_id * interval if rate else now
-                    if small:
-                        value = source.value(message_id)
-                    else:
-                        value = message_id.to_bytes(ID_BYTES, "big") + pad
-                    if key_choice is None:
-                        slot = message_id % partitions
-                        key = None
-                    else:
-                        key_index = key_choice[k]
-                        key = keys[key_index]
-                        slot = key_partitions[key_index]
-                    event = acc_append(slot, message_id, key, value, intended, now, timestamp_ms)
-                    if event:
-                        on_append(slot, event, now)
+                ids = range(index, index + count)
+                if small:
+                    values = [source.value(i) for i in ids]
+                else:
+                    values = [i.to_bytes(ID_BYTES, "big") + pad for i in ids]
+                if keys:
+                    choice = key_rng.integers(0, len(keys), count).tolist()
+                    batch_keys = [keys[c] for c in choice]
+                    slots = [key_partitions[c] for c in choice]
+                else:
+                    batch_keys = None
+                    slots = [i % partitions for i in ids]
+                intended = [start + i * interval for i in ids] if rate else [now] * count
+                for slot, event in acc_many(slots, ids, batch_keys, values, intended, now,
+                                            timestamp_ms):
+                    on_append(slot, event, now)
                 if rate is not None:
-                    ids = np.arange(index, index + count, dtype=np.float64)
-                    lags = now - (start + ids * interval)
+                    lags = now - np.asarray(intended)
                     if self.workload.warmup_s:
-                        lags = lags[start + ids * interval >= self._warmup_until]
+                        lags = lags[np.asarray(intended) >= self._warmup_until]
                     self.metrics.generator_lag.record_seconds(lags)
                 index += count
                 self.metrics.messages_generated = index
@@ -208,12 +205,13 @@ class Engine:
                   and now >= end_by_time)
             if finished:
                 return
-            if index < due and self._buffered_bytes() < limit:
+            blocked = self._buffered_bytes() >= limit
+            if (index < due or rate is None) and not blocked:
                 await asyncio.sleep(0)
                 continue
             wake = self.policy.next_wakeup()
             next_due = start + index * interval if rate is not None else None
-            if self._buffered_bytes() >= limit:
+            if blocked:
                 next_due = None  # blocked on memory: wait for a response to free some
             candidates = [t for t in (wake, next_due) if t is not None]
             await self._sleep_until(min(candidates) if candidates else None)
@@ -312,8 +310,7 @@ class Engine:
         self.metrics.rtt.record_us(int(record.rtt_ms * 1000))
         response = task.result()
         if response is None:  # acks=0: written is as acknowledged as it gets
-            for batch in plan.batches:
-                self._acknowledge(batch, -1, now)
+            self._acknowledge_all([(batch, -1) for batch in plan.batches], now)
             return
         outcome: dict[tuple[str, int], tuple[int, int]] = {}
         for topic, partitions in response.topics:
@@ -321,29 +318,38 @@ class Engine:
                 partition, error_code, offset = partition_response[:3]
                 outcome[(topic, partition)] = (error_code, offset)
         leader_trouble = False
+        acknowledged: list[tuple[ProducerBatch, int]] = []
         for batch in plan.batches:
             tp = self.slots[batch.slot]
             error_code, offset = outcome.get((tp.topic, tp.partition), (-2, -1))
             if error_code == 0:
-                self._acknowledge(batch, offset, now)
+                acknowledged.append((batch, offset))
             elif error_code == -2:
                 self._settle_failed([batch], "missing_in_response", now)
             else:
                 error = for_code(error_code)
                 leader_trouble = True
                 self._settle_failed([batch], error.__name__, now, retriable=error.retriable)
+        self._acknowledge_all(acknowledged, now)
         if leader_trouble:
             self._schedule_refresh()
 
-    def _acknowledge(self, batch: ProducerBatch, offset: int, now: float) -> None:
-        intended = np.frombuffer(batch.intended, dtype=np.float64)
+    def _acknowledge_all(self, acknowledged: list[tuple[ProducerBatch, int]], now: float) -> None:
+        """Account acknowledged batches; one histogram pass per response, not per batch."""
+        if not acknowledged:
+            return
+        intended = np.concatenate(
+            [np.frombuffer(batch.intended, dtype=np.float64) for batch, _ in acknowledged]
+        )
         if self.workload.warmup_s:
             intended = intended[intended >= self._warmup_until]
         self.metrics.latency.record_seconds(now - intended)
-        self.metrics.messages_acked += batch.record_count
-        if self.deliveries is not None:
-            tp = self.slots[batch.slot]
-            self.deliveries.append(Delivery(tp.topic, tp.partition, offset, batch.ids.tolist()))
+        for batch, offset in acknowledged:
+            self.metrics.messages_acked += batch.record_count
+            if self.deliveries is not None:
+                tp = self.slots[batch.slot]
+                self.deliveries.append(
+                    Delivery(tp.topic, tp.partition, offset, batch.ids.tolist()))
 
     def _settle_failed(
         self, batches: list[ProducerBatch], reason: str, now: float, retriable: bool = True
@@ -424,6 +430,12 @@ class Engine:
         if self.metrics.messages_failed:
             warnings.append(f"{self.metrics.messages_failed} messages failed: "
                             f"{dict(self.metrics.failed_reasons)}.")
+        warnings.extend(self.settings.warnings)
+        extra: dict[str, Any] = {"messages_intended": self.workload.total_messages
+                                 or self.metrics.messages_generated}
+        collector = self.policy.stats()
+        if collector:
+            extra["json"] = {"collector": collector}
         duration = max(end - self.start, 1e-9)
         return Results(
             mode=self.mode,
@@ -434,8 +446,7 @@ class Engine:
             duration_s=duration,
             metrics=self.metrics,
             warnings=warnings,
-            extra={"messages_intended": self.workload.total_messages
-                   or self.metrics.messages_generated},
+            extra=extra,
         )
 
 
