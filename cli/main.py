@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,17 @@ import click
 
 from cli.errors import friendly_errors
 from cli.options import settings_from_flags, workload_from_flags, workload_options
-from cli.render import console, live_progress, out, print_warnings, summary_table
+from cli.render import (
+    comparison_table,
+    console,
+    live_progress,
+    out,
+    print_warnings,
+    summary_table,
+)
 from producer_core.brokers import broker_target
-from producer_core.config import MODES, settings_help
+from producer_core.compare import compare, parse_mode_configs, parse_modes
+from producer_core.config import MODES, parse_assignment, settings_help
 from producer_core.engine import run
 
 
@@ -73,6 +82,67 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     print_warnings(payload)
     if json_path is not None:
         write_json(json_path, payload)
+        console.print(f"Results written to {json_path}.")
+
+
+@cli.command("compare-modes")
+@click.option("--modes", "modes_text", default="partition,broker", show_default=True,
+              help="Comma-separated modes to compare; the first is the baseline of the "
+                   "change columns.")
+@click.option("--mode-config", "mode_configs", multiple=True, metavar="MODE:KEY=VALUE",
+              help="A setting for one mode only, e.g. --mode-config partition:linger.ms=500 "
+                   "--mode-config broker:broker.linger.ms=500. Repeatable.")
+@click.option("--linger-ms", type=click.IntRange(0, 900_000), default=None,
+              help="One linger window for every mode: sets linger.ms, or broker.linger.ms "
+                   "for mode broker. --mode-config still wins.")
+@workload_options
+@click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Producer setting applied to every mode (see kbatch produce --help).")
+@click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="Run the modes interleaved this many times; report median (min-max).")
+@click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
+              help="Kafka cluster to use. Default: one embedded Tansu broker for all modes.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Write every run and the summary as JSON to this file.")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Live progress display (only shown on a terminal).")
+@friendly_errors
+def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
+                  overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
+                  json_path: Path | None, progress: bool, **workload_flags: Any) -> None:
+    """Run one workload under several modes and show them side by side.
+
+    Each mode runs on a fresh topic with the same partitions and the same message sequence
+    (same seed). Example, the broker-level linger benchmark:
+
+    kbatch compare-modes --partitions 1000 --rate 20000 --duration 30 --linger-ms 500
+    """
+    modes = parse_modes(modes_text, MODES)
+    common = [parse_assignment(text) for text in overrides]
+    mode_runs = parse_mode_configs(modes, common, mode_configs, linger_ms)
+    for mode_run in mode_runs:
+        for warning in mode_run.settings.warnings:
+            console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
+    workload = workload_from_flags(**workload_flags)
+    stack = ExitStack()
+
+    def on_start(mode: str, round_index: int):
+        stack.close()
+        console.print(f"Running mode {mode}" + (f", round {round_index + 1}/{repeat}"
+                                                 if repeat > 1 else "") + ".")
+        return stack.enter_context(live_progress(f"[{mode}]", progress))
+
+    with broker_target(bootstrap_servers) as target, stack, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        console.print(f"Comparing {', '.join(modes)} on {target.description}.")
+        document = compare(workload, mode_runs, target.bootstrap, repeat, on_start)
+        document["broker"] = target.description
+    out.print(comparison_table(document))
+    for run_document in document["runs"]:
+        for warning in run_document.get("warnings", []):
+            console.print(f"[yellow]Warning ({run_document['mode']}):[/yellow] {warning}")
+    if json_path is not None:
+        write_json(json_path, document)
         console.print(f"Results written to {json_path}.")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,7 +16,8 @@ from producer_core.engine import Progress
 
 console = Console(stderr=True)
 """Progress and notices go to stderr so stdout stays clean for tables and pipes."""
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 160)
+"""Tables; wide when piped (CI logs), so metric names and cells are not folded."""
 
 
 @contextmanager
@@ -89,3 +91,38 @@ def summary_table(result: dict[str, Any]) -> Table:
 def print_warnings(result: dict[str, Any]) -> None:
     for warning in result.get("warnings", []):
         console.print(f"[yellow]Warning:[/yellow] {warning}")
+
+
+def _cell(metric: str, cell: dict[str, float], repeat: int) -> str:
+    digits = 1 if metric in ("msgs_per_req", "partitions_per_request") or metric.endswith(
+        "_ms") else 0
+    text = f"{cell['median']:,.{digits}f}"
+    if repeat > 1:
+        text += f" ({cell['min']:,.{digits}f}–{cell['max']:,.{digits}f})"
+    return text
+
+
+def comparison_table(document: dict[str, Any]) -> Table:
+    """The side-by-side table of `compare-modes`, like the seed's Improvement Summary."""
+    from producer_core.compare import SUMMARY_METRICS, change_text
+
+    modes = document["modes"]
+    repeat = document["repeat"]
+    summary = document["summary"]
+    title = "kbatch compare-modes" + (f" — median (min–max) of {repeat} rounds"
+                                      if repeat > 1 else "")
+    table = Table(title=title)
+    table.add_column("metric", no_wrap=True)
+    for index, mode in enumerate(modes):
+        table.add_column(mode, justify="right")
+        if index:
+            table.add_column(f"change vs {modes[0]}", justify="right")
+    for metric in SUMMARY_METRICS:
+        row = [metric]
+        for index, mode in enumerate(modes):
+            row.append(_cell(metric, summary[mode][metric], repeat))
+            if index:
+                row.append(change_text(metric, summary[modes[0]][metric]["median"],
+                                       summary[mode][metric]["median"]))
+        table.add_row(*row)
+    return table

@@ -1,0 +1,166 @@
+"""Run one workload under several modes, interleaved, and summarise them side by side.
+
+Every mode gets a fresh topic with the same layout and the same message sequence (same
+seed); repeats are interleaved (A B A B, not A A B B) so slow drift of a noisy machine
+falls on every mode alike. The summary is the median of each metric, with min and max.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from producer_core.config import ProducerSettings, build_settings
+from producer_core.engine import Progress, run
+from producer_core.errors import UsageError
+from producer_core.metrics import SCHEMA_VERSION
+from producer_core.workload import Workload
+
+SUMMARY_METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
+    "requests_sent": lambda r: r["requests_sent"],
+    "msgs_per_req": lambda r: r["msgs_per_req"],
+    "partitions_per_request": lambda r: r["partitions_per_request"]["mean"],
+    "p50_ms": lambda r: r["latency"]["p50_ms"],
+    "p95_ms": lambda r: r["latency"]["p95_ms"],
+    "p99_ms": lambda r: r["latency"]["p99_ms"],
+    "max_ms": lambda r: r["latency"]["max_ms"],
+    "achieved_msgs_per_s": lambda r: r["rate"]["achieved_msgs_per_s"],
+    "failed": lambda r: r["messages"]["failed"],
+}
+
+
+@dataclass(frozen=True)
+class ModeRun:
+    """One mode with its own settings (common -X plus its --mode-config overrides)."""
+
+    mode: str
+    settings: ProducerSettings
+
+
+def parse_mode_configs(
+    modes: Sequence[str], common: Sequence[tuple[str, str]], per_mode: Sequence[str],
+    linger_ms: int | None = None,
+) -> list[ModeRun]:
+    """Build each mode's settings; `per_mode` items look like `broker:broker.linger.ms=500`.
+
+    `linger_ms`, when given, sets the mode's own linger knob (`linger.ms`, or
+    `broker.linger.ms` for the broker collector) so one value compares like with like.
+    """
+    overrides: dict[str, list[tuple[str, str]]] = {mode: [] for mode in modes}
+    for item in per_mode:
+        mode, sep, assignment = item.partition(":")
+        key, eq, value = assignment.partition("=")
+        if not sep or not eq or not key.strip() or not value.strip():
+            raise UsageError(
+                f"Malformed --mode-config {item!r}: expected MODE:KEY=VALUE, for example "
+                "--mode-config partition:linger.ms=500."
+            )
+        if mode not in overrides:
+            raise UsageError(
+                f"--mode-config {item!r} names mode {mode!r}, which is not in --modes "
+                f"({', '.join(modes)})."
+            )
+        overrides[mode].append((key.strip(), value.strip()))
+    runs = []
+    for mode in modes:
+        knob: list[tuple[str, str]] = []
+        if linger_ms is not None:
+            knob = [(linger_knob(mode), str(linger_ms))]
+        runs.append(ModeRun(mode, build_settings([*knob, *common, *overrides[mode]], mode=mode)))
+    return runs
+
+
+def linger_knob(mode: str) -> str:
+    """The setting that holds a mode's linger window."""
+    return "broker.linger.ms" if mode == "broker" else "linger.ms"
+
+
+def parse_modes(text: str, known: Sequence[str]) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in known]
+    if not modes or unknown:
+        raise UsageError(
+            f"Unknown mode(s) in --modes {text!r}: {', '.join(unknown) or '(none given)'}. "
+            f"Allowed modes: {', '.join(known)}."
+        )
+    if len(set(modes)) != len(modes):
+        raise UsageError(f"--modes {text!r} names a mode twice.")
+    return modes
+
+
+def compare(
+    workload: Workload,
+    mode_runs: list[ModeRun],
+    bootstrap: str,
+    repeat: int = 1,
+    on_start: Callable[[str, int], Callable[[Progress], None] | None] | None = None,
+    run_one: Callable[..., Any] = run,
+) -> dict[str, Any]:
+    """Run every mode `repeat` times, interleaved; return the comparison document."""
+    runs: list[dict[str, Any]] = []
+    for round_index in range(repeat):
+        for mode_run in mode_runs:
+            topic = f"{workload.topic}-{mode_run.mode}-{round_index + 1}"
+            progress = on_start(mode_run.mode, round_index) if on_start else None
+            results = run_one(replace(workload, topic=topic), mode_run.settings,
+                              mode_run.mode, bootstrap, progress)
+            document = results.to_dict()
+            document["round"] = round_index + 1
+            runs.append(document)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "comparison",
+        "modes": [m.mode for m in mode_runs],
+        "repeat": repeat,
+        "workload": workload.as_dict(),
+        "summary": summarise(runs, [m.mode for m in mode_runs]),
+        "runs": runs,
+    }
+
+
+def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
+    """Per mode and metric: median, min and max over the repeats."""
+    summary: dict[str, Any] = {}
+    for mode in modes:
+        mine = [r for r in runs if r["mode"] == mode]
+        summary[mode] = {}
+        for name, get in SUMMARY_METRICS.items():
+            values = [float(get(r)) for r in mine]
+            summary[mode][name] = {
+                "median": statistics.median(values), "min": min(values), "max": max(values),
+            }
+    return summary
+
+
+def change_text(metric: str, base: float, value: float) -> str:
+    """How `value` compares with `base`, in the words of the seed's Improvement Summary."""
+    if metric.endswith("_ms"):
+        delta = value - base
+        return f"{delta:+,.1f} ms"
+    if base == 0:
+        return "-" if value == 0 else "new"
+    ratio = value / base
+    if metric == "requests_sent":
+        if value <= base:
+            return f"{(1 - ratio) * 100:.1f}% fewer"
+        return f"{(ratio - 1) * 100:.1f}% more"
+    if metric in ("msgs_per_req", "partitions_per_request"):
+        return f"{ratio:,.1f}x"
+    return f"{(ratio - 1) * 100:+.1f}%"
+
+
+def summary_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Flat rows (metric, mode, median, min, max, change vs first mode) for tables."""
+    modes = document["modes"]
+    summary = document["summary"]
+    first = modes[0]
+    rows = []
+    for metric in SUMMARY_METRICS:
+        for mode in modes:
+            cell = summary[mode][metric]
+            change = "" if mode == first else change_text(
+                metric, summary[first][metric]["median"], cell["median"])
+            rows.append({"metric": metric, "mode": mode, **cell, "change": change})
+    return rows
