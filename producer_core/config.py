@@ -13,8 +13,13 @@ from typing import Any
 
 from producer_core.errors import ConfigError
 
-MODES = ("partition", "none")
+MODES = ("partition", "none", "broker")
 """Linger modes of the in-repo engine."""
+
+LINGER_MS_IGNORED = (
+    "linger.ms is ignored in mode broker; use broker.linger.ms "
+    "(deprecated per the broker-level linger design)"
+)
 
 ACKS_VALUES = {"0": 0, "1": 1, "all": -1, "-1": -1}
 
@@ -64,16 +69,29 @@ SETTINGS: dict[str, SettingSpec] = dict(
         _spec("compression.type", "none", "choice", "record batch compression",
               choices=("none", "gzip", "snappy", "lz4", "zstd")),
         _spec("client.id", "kbatch", "str", "client id sent in every request header"),
+        _spec("broker.linger.ms", 5, "int", "broker-level linger: how long a broker's batch "
+              "collector gathers partitions, timed from the first partition it collects",
+              0, 900_000, modes=("broker",)),
+        _spec("broker.batch.max.partitions", -1, "int", "send a broker's collection early "
+              "once this many partitions are collected (-1: off)", -1, 1_000_000,
+              modes=("broker",)),
+        _spec("broker.batch.max.bytes", -1, "int", "send a broker's collection early once "
+              "its partitions hold this many record bytes (-1: off)", -1, 1 << 40,
+              modes=("broker",)),
     ]
 )
 
 
 @dataclass(frozen=True)
 class ProducerSettings:
-    """Validated settings; `explicit` records which keys the user set (for warnings)."""
+    """Validated settings; `explicit` records which keys the user set (for warnings).
+
+    `warnings` are for the user (for example a deprecated setting that is ignored).
+    """
 
     values: Mapping[str, Any]
     explicit: frozenset[str] = frozenset()
+    warnings: tuple[str, ...] = ()
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -182,7 +200,12 @@ def build_settings(
             f"max.request.size={values['max.request.size']}: a full batch could never be sent. "
             "Lower batch.size or raise max.request.size."
         )
-    return ProducerSettings(values=values, explicit=frozenset(explicit))
+    warnings: list[str] = []
+    if mode == "broker" and "linger.ms" in explicit:
+        warnings.append(LINGER_MS_IGNORED)
+    return ProducerSettings(
+        values=values, explicit=frozenset(explicit), warnings=tuple(warnings)
+    )
 
 
 def settings_help() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from producer_core.accumulator import Accumulator
 from producer_core.config import ProducerSettings
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+from producer_core.linger.broker import BrokerLinger
 from producer_core.linger.partition import NoLinger, PartitionLinger
 
 __all__ = ["LingerPolicy", "RequestLimits", "RequestPlan", "make_policy"]
@@ -19,4 +20,11 @@ def make_policy(
         return PartitionLinger(accumulator, leaders, limits, settings.linger_s)
     if mode == "none":
         return NoLinger(accumulator, leaders, limits)
+    if mode == "broker":
+        return BrokerLinger(
+            accumulator, leaders, limits,
+            linger_s=settings["broker.linger.ms"] / 1000.0,
+            max_partitions=settings["broker.batch.max.partitions"],
+            max_bytes=settings["broker.batch.max.bytes"],
+        )
     raise ValueError(f"unknown mode {mode!r}")
