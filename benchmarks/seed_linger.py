@@ -1,0 +1,89 @@
+"""Reproduce the broker-level linger seed's benchmark on one embedded broker.
+
+1,000 partitions, 100-byte values, 30 s, at 20,000 and then 50,000 msg/s: `partition`
+(linger.ms=500) against `broker` (broker.linger.ms=500, broker.batch.max.bytes=10MB),
+printed as the seed's "Improvement Summary" table. Each rate gets a fresh broker (Tansu
+keeps every message in memory).
+
+    python benchmarks/seed_linger.py [--seconds 30] [--rates 20000,50000] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from producer_core.brokers.embedded import EmbeddedBroker
+from producer_core.compare import compare, parse_mode_configs, summary_rows
+from producer_core.workload import Workload
+
+SEED_FIGURES = {  # the seed's own numbers: 3 brokers, 60 s
+    20000: {"partition": "25,848 req, 46.4 msgs/req, p50 360 ms",
+            "broker": "167 req, 7,185.6 msgs/req, p50 679 ms"},
+    50000: {"broker": "349 req, 8,596 msgs/req, p50 315 ms, p95 554, p99 1,004 ms"},
+}
+
+
+def run_rate(rate: int, seconds: float, partitions: int, modes: list[str],
+             extra: list[str]) -> dict[str, Any]:
+    workload = Workload(topic=f"seed-{rate}", partitions=partitions, rate=rate,
+                        duration_s=seconds, message_size=100)
+    mode_runs = parse_mode_configs(
+        modes, [], ["broker:broker.batch.max.bytes=10485760", *extra], linger_ms=500)
+    with EmbeddedBroker() as broker:
+        print(f"rate {rate:,}/s: running {', '.join(modes)} for {seconds:.0f} s each...",
+              file=sys.stderr)
+        return compare(workload, mode_runs, broker.bootstrap)
+
+
+def print_table(rate: int, seconds: float, document: dict[str, Any]) -> None:
+    modes = document["modes"]
+    floor = seconds / 0.5
+    print(f"\n## {rate:,} msg/s, 1 broker, {seconds:.0f} s, window 500 ms "
+          f"(floor ≈ {floor:.0f} requests)\n")
+    print("| Metric | " + " | ".join(modes) + " | Change |")
+    print("|---|" + "---|" * (len(modes) + 1))
+    rows = summary_rows(document)
+    for metric in dict.fromkeys(r["metric"] for r in rows):
+        cells = [r for r in rows if r["metric"] == metric]
+        values = " | ".join(f"{c['median']:,.1f}" for c in cells)
+        print(f"| {metric} | {values} | {cells[-1]['change']} |")
+    for run in document["runs"]:
+        if "collector" in run:
+            c = run["collector"]
+            print(f"\n{run['mode']} collector: {json.dumps(c, sort_keys=True)}")
+        lag = run["generator_lag"]
+        print(f"{run['mode']}: achieved {run['rate']['achieved_msgs_per_s']:,.0f} msg/s, "
+              f"generator lag p99 {lag['p99_ms']:.1f} ms, max {lag['max_ms']:.1f} ms, "
+              f"latency max {run['latency']['max_ms']:.1f} ms")
+    for mode, text in SEED_FIGURES.get(rate, {}).items():
+        print(f"seed ({mode}, 3 brokers, 60 s): {text}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rates", default="20000,50000")
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--modes", default="partition,broker")
+    parser.add_argument("--mode-config", action="append", default=[],
+                        help="extra MODE:KEY=VALUE settings, e.g. "
+                             "partition:produce.request.max.partitions=1")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    documents = {}
+    for rate in (int(r) for r in args.rates.split(",")):
+        document = run_rate(rate, args.seconds, args.partitions, args.modes.split(","),
+                            args.mode_config)
+        documents[str(rate)] = document
+        print_table(rate, args.seconds, document)
+    if args.json:
+        args.json.write_text(json.dumps(documents, indent=2))
+
+
+if __name__ == "__main__":
+    main()
