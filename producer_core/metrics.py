@@ -94,6 +94,8 @@ class Results:
     metrics: RunMetrics
     warnings: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    started_at: str | None = None
+    """Wall-clock start of the run, ISO 8601 UTC (set by the caller that started it)."""
 
     @property
     def requests_sent(self) -> int:
@@ -114,7 +116,9 @@ class Results:
         target = self.workload.get("rate")
         return {
             "schema_version": SCHEMA_VERSION,
+            "kind": "run",
             "mode": self.mode,
+            "started_at": self.started_at,
             "bootstrap_servers": self.bootstrap,
             "broker": self.broker,
             "workload": self.workload,
