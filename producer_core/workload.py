@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from producer_core.errors import UsageError
@@ -20,9 +20,88 @@ ID_BYTES = 8
 """Each value starts with the message id (8 bytes, big-endian) so a reader can check it."""
 
 
+RATE_KINDS = ("constant", "step", "ramp", "poisson", "bursts", "max")
+KEY_KINDS = ("none", "uniform", "zipf", "sequential")
+SIZE_KINDS = ("fixed", "uniform", "weighted")
+
+
+@dataclass(frozen=True)
+class RateSpec:
+    """A topic's rate profile (see `producer_core.schedule`)."""
+
+    kind: str = "constant"
+    rate: float | None = 1000.0  # constant, poisson (mean), bursts (while on)
+    steps: tuple[tuple[float, float], ...] = ()  # step: (rate, seconds) ...
+    rate_from: float = 0.0  # ramp
+    rate_to: float = 0.0
+    over_s: float = 0.0
+    on_s: float = 0.0  # bursts
+    off_s: float = 0.0
+
+    @property
+    def mean_rate(self) -> float | None:
+        """The long-run rate, for targets and reports (None when unthrottled)."""
+        if self.kind == "max":
+            return None
+        if self.kind == "step":
+            return self.steps[-1][0] if self.steps else 0.0
+        if self.kind == "ramp":
+            return self.rate_to
+        if self.kind == "bursts":
+            assert self.rate is not None
+            return self.rate * self.on_s / (self.on_s + self.off_s)
+        return self.rate
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """How keys are chosen: none (keyless, round-robin), uniform, zipf or sequential."""
+
+    kind: str = "none"
+    count: int = 0
+    exponent: float = 1.0  # zipf
+
+
+@dataclass(frozen=True)
+class SizeSpec:
+    """Value sizes: fixed, uniform between min and max, or weighted choices."""
+
+    kind: str = "fixed"
+    size: int = 100
+    minimum: int = 0
+    maximum: int = 0
+    sizes: tuple[int, ...] = ()
+    weights: tuple[float, ...] = ()
+
+    @property
+    def largest(self) -> int:
+        if self.kind == "uniform":
+            return self.maximum
+        if self.kind == "weighted":
+            return max(self.sizes)
+        return self.size
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """One topic of a workload: layout, rate profile, keys, sizes, headers, and any
+    per-topic options of a mode (Bruce's batching thresholds and rate limit)."""
+
+    name: str
+    partitions: int
+    rate: RateSpec = field(default_factory=RateSpec)
+    keys: KeySpec = field(default_factory=KeySpec)
+    sizes: SizeSpec = field(default_factory=SizeSpec)
+    headers: tuple[tuple[str, bytes], ...] = ()
+    batching: tuple[tuple[str, int], ...] = ()
+    rate_limit: tuple[int, int] | None = None  # (interval ms, max messages per interval)
+
+
 @dataclass(frozen=True)
 class Workload:
-    """One topic's load. `rate=None` means unthrottled (as fast as the engine goes)."""
+    """The run's load. The flat fields describe the one-topic case of the command line;
+    `topics` (from a workload file) replaces them with any number of topics.
+    `rate=None` means unthrottled (as fast as the engine goes)."""
 
     topic: str = "kbatch"
     partitions: int = 16
@@ -33,17 +112,21 @@ class Workload:
     keys: int = 0  # 0: keyless (round-robin); N: uniform over N keys, murmur2-partitioned
     seed: int = 1
     warmup_s: float = 0.0
+    topics: tuple[TopicSpec, ...] = ()
 
     def __post_init__(self) -> None:
         problems = []
+        if self.topics:
+            self._check_run_wide(problems)
+            if problems:
+                raise UsageError("Invalid workload: " + "; ".join(problems) + ".")
+            return
         if not self.topic or len(self.topic) > 249:
             problems.append("the topic name must have 1 to 249 characters")
         if self.partitions < 1 or self.partitions > 100_000:
             problems.append(f"--partitions must be 1 to 100000 (got {self.partitions})")
         if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
             problems.append(f"--rate must be a positive number or 'max' (got {self.rate})")
-        if self.duration_s is None and self.messages is None:
-            problems.append("give --duration or --messages")
         if self.duration_s is not None and not self.duration_s > 0:
             problems.append(f"--duration must be positive (got {self.duration_s})")
         if self.messages is not None and self.messages < 1:
@@ -52,6 +135,13 @@ class Workload:
             problems.append(f"--message-size must be 0 to 67108864 bytes (got {self.message_size})")
         if self.keys < 0:
             problems.append(f"--keys must be 0 (keyless) or more (got {self.keys})")
+        self._check_run_wide(problems)
+        if problems:
+            raise UsageError("Invalid workload: " + "; ".join(problems) + ".")
+
+    def _check_run_wide(self, problems: list[str]) -> None:
+        if self.duration_s is None and self.messages is None:
+            problems.append("give --duration or --messages")
         if self.warmup_s < 0:
             problems.append(f"--warmup must not be negative (got {self.warmup_s})")
         if (
@@ -60,12 +150,34 @@ class Workload:
             and self.warmup_s >= self.duration_s
         ):
             problems.append("--warmup must be shorter than --duration")
-        if problems:
-            raise UsageError("Invalid workload: " + "; ".join(problems) + ".")
+
+    def topic_specs(self) -> tuple[TopicSpec, ...]:
+        """The topics to produce to; the command line's one topic if no file gave any."""
+        if self.topics:
+            return self.topics
+        rate = RateSpec("max", None) if self.rate is None else RateSpec("constant", self.rate)
+        keys = KeySpec("uniform", self.keys) if self.keys else KeySpec()
+        return (TopicSpec(self.topic, self.partitions, rate, keys,
+                          SizeSpec("fixed", self.message_size)),)
+
+    def with_topic_suffix(self, suffix: str) -> Workload:
+        """The same workload on fresh topics (compare-modes runs each mode on its own)."""
+        if not self.topics:
+            return replace(self, topic=f"{self.topic}{suffix}")
+        return replace(self, topic=f"{self.topic}{suffix}", topics=tuple(
+            replace(t, name=f"{t.name}{suffix}") for t in self.topics))
+
+    @property
+    def target_rate(self) -> float | None:
+        """Sum of the topics' long-run rates (None if any is unthrottled)."""
+        rates = [t.rate.mean_rate for t in self.topic_specs()]
+        return None if any(r is None for r in rates) else float(sum(rates))
 
     @property
     def total_messages(self) -> int | None:
         """How many messages the run sends, if known in advance."""
+        if self.topics:
+            return self.messages
         if self.messages is not None:
             if self.rate is not None and self.duration_s is not None:
                 return min(self.messages, int(self.rate * self.duration_s))
@@ -75,7 +187,10 @@ class Workload:
         return None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        for topic in data["topics"]:
+            topic["headers"] = [[k, v.decode("utf-8", "replace")] for k, v in topic["headers"]]
+        return data
 
 
 class ConstantSchedule:

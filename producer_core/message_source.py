@@ -1,0 +1,125 @@
+"""Messages for one topic: partition, key and value of each, from the topic's spec.
+
+Everything per message is done in bulk per generator pass (numpy draws, list
+comprehensions), because this runs for every message the engine sends. Values start with
+the message id (8 bytes, big-endian) so a reader can verify delivery; the rest is one
+seeded random payload cut to the drawn size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from producer_core.partitioner import key_table
+from producer_core.schedule import (
+    PiecewiseSchedule,
+    PoissonSchedule,
+    Schedule,
+    Unthrottled,
+    bursts,
+    constant,
+    ramp,
+    step,
+)
+from producer_core.workload import ID_BYTES, TopicSpec
+
+TOPIC_ID_SHIFT = 40
+"""Message id = topic index << 40 | sequence: unique across the topics of a run."""
+
+
+def make_schedule(spec: TopicSpec, horizon: float | None, seed: int) -> Schedule:
+    rate = spec.rate
+    if rate.kind == "max":
+        return Unthrottled()
+    if rate.kind == "constant":
+        assert rate.rate is not None
+        return constant(rate.rate, horizon)
+    if rate.kind == "step":
+        return step(list(rate.steps), horizon)
+    if rate.kind == "ramp":
+        return ramp(rate.rate_from, rate.rate_to, rate.over_s, horizon)
+    if rate.kind == "poisson":
+        assert rate.rate is not None
+        return PoissonSchedule(rate.rate, horizon, seed)
+    if rate.kind == "bursts":
+        assert rate.rate is not None
+        return bursts(rate.rate, rate.on_s, rate.off_s, horizon)
+    raise ValueError(f"unknown rate profile {rate.kind!r}")
+
+
+def scheduled_total(schedule: Schedule) -> int | None:
+    """Messages a schedule intends before its horizon, if that is known in advance."""
+    if isinstance(schedule, PiecewiseSchedule) and math.isfinite(schedule.horizon):
+        return schedule.due_count(schedule.horizon)
+    return None
+
+
+class TopicSource:
+    """Partitions, keys and values for one topic's messages, drawn per generator pass."""
+
+    def __init__(self, spec: TopicSpec, topic_index: int, seed: int) -> None:
+        self.spec = spec
+        self.id_base = topic_index << TOPIC_ID_SHIFT
+        rng = np.random.default_rng([seed, topic_index])
+        self._rng = rng
+        largest = spec.sizes.largest
+        self.pad = rng.bytes(max(0, largest - ID_BYTES))
+        self.headers = [(k, v) for k, v in spec.headers]
+        keys = spec.keys
+        self.keys: list[bytes] = []
+        self.key_partitions: list[int] = []
+        self._cdf: np.ndarray | None = None
+        if keys.kind != "none":
+            self.keys, self.key_partitions = key_table(keys.count, spec.partitions)
+        if keys.kind == "zipf":
+            weights = 1.0 / np.arange(1, keys.count + 1, dtype=np.float64) ** keys.exponent
+            self._cdf = np.cumsum(weights / weights.sum())
+        sizes = spec.sizes
+        self._size_cdf: np.ndarray | None = None
+        if sizes.kind == "weighted":
+            w = np.asarray(sizes.weights, dtype=np.float64)
+            self._size_cdf = np.cumsum(w / w.sum())
+
+    def key_indexes(self, seqs: range) -> list[int] | None:
+        """Which key each message carries (None: keyless)."""
+        kind = self.spec.keys.kind
+        count = len(seqs)
+        if kind == "none":
+            return None
+        if kind == "uniform":
+            return self._rng.integers(0, len(self.keys), count).tolist()
+        if kind == "zipf":
+            assert self._cdf is not None
+            picks = np.searchsorted(self._cdf, self._rng.random(count), side="right")
+            return np.minimum(picks, len(self.keys) - 1).tolist()
+        return [seq % len(self.keys) for seq in seqs]  # sequential
+
+    def sizes(self, count: int) -> list[int] | None:
+        """Value size per message (None: all the fixed size)."""
+        spec = self.spec.sizes
+        if spec.kind == "fixed":
+            return None
+        if spec.kind == "uniform":
+            return self._rng.integers(spec.minimum, spec.maximum + 1, count).tolist()
+        assert self._size_cdf is not None
+        picks = np.searchsorted(self._size_cdf, self._rng.random(count), side="right")
+        choices = np.asarray(spec.sizes)
+        return choices[np.minimum(picks, len(choices) - 1)].tolist()
+
+    def values(self, ids: range) -> list[bytes]:
+        """Values for message ids `ids` (id in the first 8 bytes, then the payload)."""
+        sizes = self.sizes(len(ids))
+        pad = self.pad
+        if sizes is None:
+            size = self.spec.sizes.size
+            if size >= ID_BYTES:
+                body = pad[: size - ID_BYTES]
+                return [i.to_bytes(ID_BYTES, "big") + body for i in ids]
+            return [i.to_bytes(ID_BYTES, "big")[ID_BYTES - size:] for i in ids]
+        return [
+            i.to_bytes(ID_BYTES, "big") + pad[: n - ID_BYTES] if n >= ID_BYTES
+            else i.to_bytes(ID_BYTES, "big")[ID_BYTES - n:]
+            for i, n in zip(ids, sizes, strict=True)
+        ]
