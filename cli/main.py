@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cli.errors import friendly_errors
+from cli.gate_cmd import gate
 from cli.options import settings_from_flags, workload_from_flags, workload_options
 from cli.render import (
     comparison_table,
@@ -20,10 +21,16 @@ from cli.render import (
     print_warnings,
     summary_table,
 )
+from cli.report_cmd import report
 from producer_core.brokers import broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, parse_assignment, settings_help
 from producer_core.engine import run
+from producer_core.results_io import RunRecorder, add_facts, write_results_dir
+
+OUT_HELP = ("Write a results directory: results.json (schema v1), and per run the latency "
+            ".hgrm, the encoded histogram and the per-request log (Parquet). "
+            "See README, 'Results directory'.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -59,11 +66,14 @@ def write_json(path: Path, payload: Any) -> None:
               help="Kafka cluster to use. Default: start an embedded Tansu broker for this run.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write the results JSON to this file.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help=OUT_HELP)
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
-            json_path: Path | None, progress: bool, **workload_flags: Any) -> None:
+            json_path: Path | None, out_dir: Path | None, progress: bool,
+            **workload_flags: Any) -> None:
     """Produce a workload in one linger mode and report what it cost.
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
@@ -75,14 +85,17 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                       f"mode {mode}.")
         with live_progress(f"[{mode}]", progress) as on_progress, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            results = run(workload, settings, mode, target.bootstrap, on_progress)
+            results = RunRecorder(run)(workload, settings, mode, target.bootstrap, on_progress)
         results.broker = target.description
     payload = results.to_dict()
+    add_facts(payload, target.embedded)
     out.print(summary_table(payload))
     print_warnings(payload)
     if json_path is not None:
         write_json(json_path, payload)
         console.print(f"Results written to {json_path}.")
+    if out_dir is not None:
+        console.print(f"Results written to {write_results_dir(out_dir, payload, [results])}.")
 
 
 @cli.command("compare-modes")
@@ -104,12 +117,15 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
               help="Kafka cluster to use. Default: one embedded Tansu broker for all modes.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write every run and the summary as JSON to this file.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help=OUT_HELP)
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
 @friendly_errors
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
-                  json_path: Path | None, progress: bool, **workload_flags: Any) -> None:
+                  json_path: Path | None, out_dir: Path | None, progress: bool,
+                  **workload_flags: Any) -> None:
     """Run one workload under several modes and show them side by side.
 
     Each mode runs on a fresh topic with the same partitions and the same message sequence
@@ -135,8 +151,11 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     with broker_target(bootstrap_servers) as target, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         console.print(f"Comparing {', '.join(modes)} on {target.description}.")
-        document = compare(workload, mode_runs, target.bootstrap, repeat, on_start)
+        recorder = RunRecorder(run)
+        document = compare(workload, mode_runs, target.bootstrap, repeat, on_start,
+                           run_one=recorder)
         document["broker"] = target.description
+    add_facts(document, target.embedded, target.description)
     out.print(comparison_table(document))
     for run_document in document["runs"]:
         for warning in run_document.get("warnings", []):
@@ -144,6 +163,13 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     if json_path is not None:
         write_json(json_path, document)
         console.print(f"Results written to {json_path}.")
+    if out_dir is not None:
+        path = write_results_dir(out_dir, document, recorder.results)
+        console.print(f"Results written to {path}.")
+
+
+cli.add_command(report)
+cli.add_command(gate)
 
 
 def main() -> None:

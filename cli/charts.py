@@ -1,0 +1,134 @@
+"""PNG charts of saved results (matplotlib, Agg backend: no display needed).
+
+Figures are built with matplotlib's object API (``Figure``), not pyplot, so nothing global
+is touched and a long-lived process does not accumulate open figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure  # noqa: E402  (after selecting the backend)
+from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
+
+from producer_core.histogram import LatencyHistogram  # noqa: E402
+
+__all__ = ["latency_chart", "percentile_curve", "requests_chart", "rps_chart"]
+
+_TICKS = [(1, "0%"), (10, "90%"), (100, "99%"), (1_000, "99.9%"), (10_000, "99.99%"),
+          (100_000, "99.999%"), (1_000_000, "99.9999%")]
+
+
+def percentile_curve(histogram: LatencyHistogram,
+                     points_per_decade: int = 25) -> tuple[np.ndarray, np.ndarray]:
+    """(x, latency ms) with x = 1/(1-p), from p = 0 up to the last recorded value.
+
+    The curve stops at 1/(1-p) = count, the finest percentile the samples resolve; its
+    last point is the maximum.
+    """
+    count = histogram.count
+    if count == 0:
+        return np.array([]), np.array([])
+    decades = math.log10(max(count, 10))
+    x = 10 ** (np.arange(0, math.floor(decades * points_per_decade) + 1) / points_per_decade)
+    x = np.append(x[x < count], count)
+    percentiles = np.minimum(100.0 * (1.0 - 1.0 / x), 100.0)
+    values = np.array([histogram.percentile_ms(float(p)) for p in percentiles])
+    values[-1] = histogram.max_ms
+    return x, values
+
+
+def latency_chart(series: Mapping[str, LatencyHistogram], path: Path,
+                  title: str = "Latency by percentile (intended send → acknowledgement)") -> Path:
+    """Percentile distribution per label on HdrHistogram's log 1/(1-p) axis."""
+    fig = Figure(figsize=(9, 5), dpi=110)
+    ax = fig.add_subplot()
+    widest = 10.0
+    for label, histogram in series.items():
+        x, y = percentile_curve(histogram)
+        if x.size:
+            ax.plot(x, y, label=f"{label} (n={histogram.count:,})", linewidth=1.8)
+            widest = max(widest, float(x[-1]))
+    ax.set_xscale("log")
+    ticks = [(v, t) for v, t in _TICKS if v <= widest * 1.01]
+    ax.xaxis.set_major_locator(FixedLocator([v for v, _ in ticks]))
+    ax.set_xticklabels([t for _, t in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(1, widest * 1.05)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.35)
+    if series:
+        ax.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return path
+
+
+def _bars(ax, labels: Sequence[str], values: Sequence[float], title: str, digits: int) -> None:
+    colors = [f"C{i}" for i in range(len(labels))]
+    bars = ax.bar(labels, values, color=colors)
+    ax.bar_label(bars, labels=[f"{v:,.{digits}f}" for v in values], padding=2)
+    ax.set_title(title)
+    ax.set_ylim(0, max([*values, 1]) * 1.15)
+    ax.grid(True, axis="y", alpha=0.35)
+
+
+def requests_chart(labels: Sequence[str], requests: Sequence[float],
+                   msgs_per_req: Sequence[float], path: Path) -> Path:
+    """ProduceRequests sent and messages per request, one bar per label."""
+    fig = Figure(figsize=(9, 4.5), dpi=110)
+    left, right = fig.subplots(1, 2)
+    _bars(left, labels, requests, "ProduceRequests sent", 0)
+    _bars(right, labels, msgs_per_req, "messages per request", 1)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return path
+
+
+def _bin_width(span_s: float) -> float:
+    """1 s bins (true requests per second) unless the run is too short or too long."""
+    if span_s < 5:
+        return 0.25 if span_s <= 2.5 else 0.5
+    for width in (1.0, 2.0, 5.0, 10.0, 30.0):
+        if span_s / width <= 60:
+            return width
+    return 60.0
+
+
+def rps_chart(series: Mapping[str, np.ndarray], path: Path) -> Path:
+    """Requests per second over the run (send times in s from each run's start)."""
+    fig = Figure(figsize=(9, 4.5), dpi=110)
+    ax = fig.add_subplot()
+    span = max((float(t.max()) for t in series.values() if t.size), default=1.0)
+    width = _bin_width(span)
+    # Whole bins; a tail shorter than half a bin joins the last one, and every rate is
+    # divided by the time its bin really covers (the run's end cuts the last one short).
+    edges = list(np.arange(0.0, span, width)[: max(1, int(span // width)) + 1])
+    if len(edges) == 1 or span - edges[-1] > width / 2:
+        edges.append(max(span, edges[-1] + width * 0.1))
+    else:
+        edges[-1] = span
+    bounds = np.array(edges)
+    for label, times in series.items():
+        counts, _ = np.histogram(times, bins=bounds)
+        rates = counts / np.diff(bounds)
+        ax.step(bounds, np.append(rates, rates[-1]), where="post", label=label, linewidth=1.6)
+    ax.set_xlabel(f"seconds since the run's start ({width:g} s bins)")
+    ax.set_ylabel("ProduceRequests per second")
+    ax.set_title("Requests per second")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.35)
+    if series:
+        ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return path

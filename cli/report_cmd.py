@@ -1,0 +1,193 @@
+"""`kbatch report`: saved results as the live tables, as Markdown, and as PNG charts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+from rich.table import Table
+
+from cli.errors import friendly_errors
+from cli.markdown import table_to_markdown
+from cli.render import comparison_table, console, out, summary_table
+from producer_core.compare import SUMMARY_METRICS
+from producer_core.histogram import LatencyHistogram
+from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results
+
+LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
+                   ("p99.9", "p999_ms"), ("max", "max_ms"), ("mean", "mean_ms"))
+
+
+def live_table(item: LoadedResults) -> Table:
+    """The table the live command printed for these results."""
+    if item.kind == "comparison":
+        return comparison_table(item.document)
+    return summary_table(item.document)
+
+
+def latency_table(item: LoadedResults) -> Table:
+    """Latency percentiles of every run, exactly as in the JSON (ms)."""
+    table = Table(title="latency, intended send → acknowledgement (ms)")
+    table.add_column("run")
+    for header, _ in LATENCY_COLUMNS:
+        table.add_column(header, justify="right")
+    table.add_column("count", justify="right")
+    for run in item.runs:
+        latency = run["latency"]
+        table.add_row(_run_label(item, run), *(f"{latency[key]:,.3f}" for _, key in
+                                               LATENCY_COLUMNS), f"{latency['count']:,}")
+    return table
+
+
+def _run_label(item: LoadedResults, run: dict[str, Any]) -> str:
+    repeat = item.document.get("repeat", 1)
+    return run["mode"] + (f" round {run.get('round', 1)}" if repeat > 1 else "")
+
+
+def _name(item: LoadedResults) -> str:
+    return item.path.parent.name if item.path.name == RESULTS_FILE else item.path.stem
+
+
+def _labels(loaded: Sequence[LoadedResults]) -> list[tuple[LoadedResults, str, str]]:
+    """(results, mode, chart label) for every mode of every input."""
+    many = len(loaded) > 1
+    return [(item, mode, f"{_name(item)}: {mode}" if many else mode)
+            for item in loaded for mode in item.modes]
+
+
+def _median_of(item: LoadedResults, mode: str, metric: str) -> float:
+    """What the live table shows for a mode: the comparison's median, or the run's value."""
+    if item.kind == "comparison":
+        return float(item.document["summary"][mode][metric]["median"])
+    return float(SUMMARY_METRICS[metric](item.document))
+
+
+def _facts(item: LoadedResults) -> list[str]:
+    doc = item.document
+    w = doc["workload"]
+    rate = w.get("rate")
+    parts = [f"{w.get('partitions')} partitions",
+             "rate max" if rate is None else f"{rate:,.0f} msg/s"]
+    if w.get("duration_s") is not None:
+        parts.append(f"{w['duration_s']:g} s")
+    if w.get("messages") is not None:
+        parts.append(f"{w['messages']:,} messages")
+    parts.append(f"{w.get('message_size')}-byte values, keys {w.get('keys')}, "
+                 f"seed {w.get('seed')}")
+    if item.kind == "comparison":
+        what = (f"comparison of {', '.join(doc['modes'])}, {doc['repeat']} round"
+                + ("s" if doc["repeat"] > 1 else ""))
+    else:
+        what = f"one run in mode {doc['mode']}"
+    lines = [f"- {what}", f"- workload: {', '.join(parts)}"]
+    broker = doc.get("broker") or item.runs[0].get("broker") or "?"
+    lines.append(f"- broker: {broker} ({doc.get('broker_version', 'version unknown')})")
+    host = doc.get("host")
+    facts = [f"kbatch {doc.get('kbatch_version', '?')}"]
+    if doc.get("started_at"):
+        facts.append(f"started {doc['started_at']}")
+    if host:
+        facts.append(f"{host.get('hostname', '?')}: {host.get('platform')}, "
+                     f"{host.get('cpu_count')} CPUs, Python {host.get('python')}")
+    lines.append("- " + " · ".join(facts))
+    return lines
+
+
+def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Path]:
+    """latency.png, requests.png and (if request logs exist) requests_per_second.png."""
+    from cli.charts import latency_chart, requests_chart, rps_chart
+
+    labels = _labels(loaded)
+    charts: dict[str, Path] = {}
+    histograms: dict[str, LatencyHistogram] = {
+        label: item.latency_histogram(mode) for item, mode, label in labels}
+    charts["latency"] = latency_chart(histograms, out_dir / "latency.png")
+    charts["requests"] = requests_chart(
+        [label for _, _, label in labels],
+        [_median_of(item, mode, "requests_sent") for item, mode, _ in labels],
+        [_median_of(item, mode, "msgs_per_req") for item, mode, _ in labels],
+        out_dir / "requests.png")
+    series: dict[str, np.ndarray] = {}
+    for item in loaded:
+        for run in item.runs:
+            log = item.companion(run, "requests")
+            if log is None:
+                continue
+            from producer_core.request_log import read_request_log
+
+            times = read_request_log(log).column("send_time_s").to_numpy()
+            label = _run_label(item, run)
+            series[f"{_name(item)}: {label}" if len(loaded) > 1 else label] = times
+    if series:
+        charts["requests_per_second"] = rps_chart(series, out_dir / "requests_per_second.png")
+    return charts
+
+
+_CHART_TITLES = {
+    "latency": "Latency percentile distribution",
+    "requests": "Requests sent and messages per request",
+    "requests_per_second": "Requests per second",
+}
+
+
+def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
+                    markdown_path: Path) -> str:
+    """The report as Markdown; chart links are relative to ``markdown_path``."""
+    lines = ["# kbatch report", ""]
+    for item in loaded:
+        lines += [f"## {item.path}", "", *_facts(item), ""]
+        lines += [table_to_markdown(live_table(item)), table_to_markdown(latency_table(item))]
+        warnings = [(run["mode"], w) for run in item.runs for w in run.get("warnings", [])]
+        if warnings:
+            lines += ["**Warnings**", ""] + [f"- {mode}: {w}" for mode, w in warnings] + [""]
+    if charts:
+        lines += ["## Charts", ""]
+        for key, path in charts.items():
+            link = Path(os.path.relpath(path, markdown_path.parent)).as_posix()
+            lines += [f"![{_CHART_TITLES[key]}]({link})", ""]
+    if "requests_per_second" not in charts and charts:
+        lines += ["(No per-request log in these results, so no requests-per-second chart: "
+                  "write results with --out DIR to keep one.)", ""]
+    return "\n".join(lines)
+
+
+@click.command("report")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path),
+                metavar="DIR|FILE...")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Directory for report.md and the PNG charts. Default: "
+                                 "DIR/report for one results directory, else ./kbatch-report.")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Write the Markdown here instead of OUT/report.md.")
+@click.option("--charts/--no-charts", default=True, show_default=True,
+              help="Draw the PNG charts (matplotlib).")
+@friendly_errors
+def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path | None,
+           charts: bool) -> None:
+    """Show saved results as tables, Markdown and charts.
+
+    INPUTS are directories written with --out, or results JSON files (from --json or
+    --out). Prints the tables the live command printed; writes report.md and
+    latency.png (percentile distribution), requests.png (requests and msgs/req per mode)
+    and requests_per_second.png (needs the per-request log of an --out directory).
+
+    Example: kbatch report out/ && cat out/report/report.md >> "$GITHUB_STEP_SUMMARY"
+    """
+    loaded = [load_results(path) for path in inputs]
+    for item in loaded:
+        out.print(live_table(item))
+        out.print(latency_table(item))
+    if out_dir is None:
+        out_dir = inputs[0] / "report" if len(inputs) == 1 and inputs[0].is_dir() else Path(
+            "kbatch-report")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = write_charts(loaded, out_dir) if charts else {}
+    markdown_path = markdown_path or out_dir / "report.md"
+    markdown_path.parent.mkdir(parents=True, exist_ok=True)
+    markdown_path.write_text(markdown_report(loaded, written, markdown_path))
+    files = [markdown_path, *written.values()]
+    console.print("Report written: " + ", ".join(str(f) for f in files) + ".")

@@ -1,0 +1,297 @@
+"""Keeping results: the results directory (`--out DIR`), facts about the run, and loading.
+
+A results directory holds::
+
+    results.json                     the run or comparison document (schema_version 1,
+                                     producer_core/schemas/results-v1.json)
+    runs/<mode>-<round>/latency.hgrm latency percentile distribution, HdrHistogram text (ms)
+    runs/<mode>-<round>/latency.hdr  the encoded latency HdrHistogram (µs), mergeable exactly
+    runs/<mode>-<round>/requests.parquet  one row per ProduceRequest (producer_core.request_log)
+
+Each run document names its companion files in ``files`` (paths relative to the
+directory). ``load_results`` reads a directory or any results JSON (including files
+written by ``--json``), checks ``schema_version`` and the schema, and says what is wrong.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import platform
+import socket
+import subprocess
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
+
+from producer_core.errors import UsageError
+from producer_core.histogram import LatencyHistogram
+from producer_core.metrics import SCHEMA_VERSION, Results
+from producer_core.schema_check import errors as schema_errors
+
+__all__ = [
+    "RESULTS_FILE",
+    "LoadedResults",
+    "ResultsError",
+    "RunRecorder",
+    "add_facts",
+    "broker_version",
+    "host_facts",
+    "kbatch_version",
+    "load_results",
+    "merge_encoded",
+    "results_schema",
+    "validate_document",
+    "write_json",
+    "write_results_dir",
+]
+
+RESULTS_FILE = "results.json"
+SCHEMA_FILE = "results-v1.json"
+
+
+class ResultsError(UsageError):
+    """A results file or directory cannot be read as kbatch results (exit code 2)."""
+
+
+# --------------------------------------------------------------------------- schema
+
+
+@functools.cache
+def results_schema() -> dict[str, Any]:
+    """The JSON Schema of results documents (version 1)."""
+    text = resources.files("producer_core").joinpath("schemas", SCHEMA_FILE).read_text()
+    return json.loads(text)
+
+
+def validate_document(document: Any, what: str = "results") -> None:
+    """Raise ResultsError unless ``document`` is a version-1 run or comparison."""
+    if not isinstance(document, dict):
+        raise ResultsError(f"{what} is not a kbatch results document (not a JSON object).")
+    version = document.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ResultsError(
+            f"{what} has schema_version {version!r}; this kbatch reads schema_version "
+            f"{SCHEMA_VERSION}."
+        )
+    schema = results_schema()
+    kind = "comparison" if document.get("kind") == "comparison" else "run"
+    problems = schema_errors(document, schema["$defs"][kind], schema)
+    if problems:
+        shown = "; ".join(problems[:6])
+        more = f" (and {len(problems) - 6} more)" if len(problems) > 6 else ""
+        raise ResultsError(f"{what} does not match the results schema ({kind}): "
+                           f"{shown}{more}.")
+
+
+# --------------------------------------------------------------------------- facts
+
+
+def utc_now() -> str:
+    """Now, ISO 8601 in UTC with millisecond precision."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def kbatch_version() -> str:
+    try:
+        return metadata.version("kbatch")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def host_facts() -> dict[str, Any]:
+    """What machine ran it: enough to tell a 2-core CI runner from a workstation."""
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+@functools.cache
+def _tansu_version(binary: str) -> str:
+    try:
+        proc = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    text = proc.stdout.strip() or proc.stderr.strip()
+    return text.splitlines()[0] if proc.returncode == 0 and text else "unknown"
+
+
+def broker_version(embedded: bool) -> str:
+    """``tansu --version`` for the embedded broker; 'unknown' for external clusters."""
+    if not embedded:
+        return "unknown"
+    from producer_core.brokers.embedded import find_tansu_binary
+
+    try:
+        return _tansu_version(str(find_tansu_binary()))
+    except Exception:  # the binary vanished after the run: the facts must not fail it
+        return "unknown"
+
+
+def add_facts(document: dict[str, Any], embedded: bool, broker: str | None = None) -> None:
+    """Add kbatch/broker versions and host facts to a run or comparison document."""
+    facts = {
+        "kbatch_version": kbatch_version(),
+        "broker_version": broker_version(embedded),
+        "host": host_facts(),
+    }
+    document.update(facts)
+    if document.get("kind") == "comparison":
+        runs = document["runs"]
+        document.setdefault("started_at", runs[0].get("started_at") if runs else None)
+        for run in runs:
+            run.update(facts)
+            if broker is not None and not run.get("broker"):
+                run["broker"] = broker
+
+
+class RunRecorder:
+    """Wraps the engine's ``run``: stamps each Results with its start and keeps them.
+
+    compare() returns documents; the per-request logs live only in the Results objects,
+    so `--out` collects them here, in the order compare() runs them.
+    """
+
+    def __init__(self, run: Callable[..., Results]) -> None:
+        self._run = run
+        self.results: list[Results] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Results:
+        started_at = utc_now()
+        results = self._run(*args, **kwargs)
+        results.started_at = started_at
+        self.results.append(results)
+        return results
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_json(path: Path, payload: Any) -> None:
+    """Write JSON atomically (a CI job never reads half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def run_dir_name(run: dict[str, Any]) -> str:
+    return f"{run['mode']}-{run.get('round', 1)}"
+
+
+def write_results_dir(out_dir: Path, document: dict[str, Any],
+                      results: Sequence[Results]) -> Path:
+    """Write results.json and every run's .hgrm, encoded histogram and request log.
+
+    ``document`` is a run (``results`` holds its one Results) or a comparison (``results``
+    in the order of ``document['runs']``). Adds ``files`` to each run document. Returns
+    the path of results.json; raises ResultsError (after writing it) if the document does
+    not match the schema.
+    """
+    from producer_core.request_log import write_request_log
+
+    runs = document["runs"] if document.get("kind") == "comparison" else [document]
+    if len(runs) != len(results):
+        raise ValueError(f"{len(runs)} run documents but {len(results)} Results")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for run, result in zip(runs, results, strict=True):
+        name = run_dir_name(run)
+        run_dir = out_dir / "runs" / name
+        run_dir.mkdir(parents=True, exist_ok=True)
+        latency = result.metrics.latency
+        (run_dir / "latency.hgrm").write_text(latency.to_hgrm())
+        (run_dir / "latency.hdr").write_text(latency.encode() + "\n")
+        write_request_log(run_dir / "requests.parquet", result, int(run.get("round", 1)))
+        run["files"] = {
+            "latency_hgrm": f"runs/{name}/latency.hgrm",
+            "latency_hdr": f"runs/{name}/latency.hdr",
+            "requests": f"runs/{name}/requests.parquet",
+        }
+    path = out_dir / RESULTS_FILE
+    write_json(path, document)
+    # Checked after writing, on the JSON form (tuples become arrays): a run's results are
+    # kept even if they drift from the schema, and the error says so loudly.
+    validate_document(json.loads(path.read_text()), str(path))
+    return path
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class LoadedResults:
+    """One results document and where it came from."""
+
+    path: Path
+    document: dict[str, Any]
+
+    @property
+    def base(self) -> Path:
+        """The directory companion file paths are relative to."""
+        return self.path.parent
+
+    @property
+    def kind(self) -> str:
+        return "comparison" if self.document.get("kind") == "comparison" else "run"
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        return self.document["runs"] if self.kind == "comparison" else [self.document]
+
+    @property
+    def modes(self) -> list[str]:
+        if self.kind == "comparison":
+            return list(self.document["modes"])
+        return [self.document["mode"]]
+
+    def companion(self, run: dict[str, Any], key: str) -> Path | None:
+        """A run's companion file (``latency_hgrm``, ``latency_hdr``, ``requests``), if any."""
+        name = run.get("files", {}).get(key)
+        if not name:
+            return None
+        path = self.base / name
+        return path if path.is_file() else None
+
+    def latency_histogram(self, mode: str) -> LatencyHistogram:
+        """The latency histogram of a mode, merged exactly over its rounds."""
+        return merge_encoded(run["histograms"]["latency_us"] for run in self.runs
+                             if run["mode"] == mode)
+
+
+def load_results(path: str | Path) -> LoadedResults:
+    """Read a results directory (its results.json) or a results JSON file, checked."""
+    path = Path(path)
+    if path.is_dir():
+        file = path / RESULTS_FILE
+        if not file.is_file():
+            raise ResultsError(f"{path} is a directory without {RESULTS_FILE}; give a "
+                               "directory written with --out, or a results JSON file.")
+        path = file
+    if not path.is_file():
+        raise ResultsError(f"No results at {path}: no such file or directory.")
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"Cannot read results {path}: {exc}.") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path} is not valid JSON: {exc}.") from None
+    validate_document(document, str(path))
+    return LoadedResults(path, document)
+
+
+def merge_encoded(blobs: Iterable[str]) -> LatencyHistogram:
+    """One histogram holding every value of the encoded histograms (exact)."""
+    total = LatencyHistogram()
+    for blob in blobs:
+        total.merge(LatencyHistogram.decode(blob))
+    return total
+
