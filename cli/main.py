@@ -12,7 +12,14 @@ import click
 
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
-from cli.options import settings_from_flags, workload_from_flags, workload_options
+from cli.lab_cmd import lab
+from cli.options import (
+    lab_options,
+    lab_shape,
+    settings_from_flags,
+    workload_from_flags,
+    workload_options,
+)
 from cli.render import (
     comparison_table,
     console,
@@ -56,14 +63,18 @@ def write_json(path: Path, payload: Any) -> None:
 @cli.command(epilog="Producer settings (-X key=value):\n\n" + settings_help().replace(
     "\n", "\n\n"))
 @click.option("--mode", type=click.Choice(MODES), default="partition", show_default=True,
-              help="Linger mode: 'partition' = per-partition linger.ms (librdkafka/Java); "
-                   "'none' = send whatever is queued as soon as a request slot is free.")
+              help="Mode: 'partition' = per-partition linger.ms, a request carries the "
+                   "partitions ready at that moment; 'java' = the Java producer, a broker is "
+                   "ready when any of its partitions is and then sends all of them; 'broker' "
+                   "= broker-level collector (broker.linger.ms); 'none' = linger 0; "
+                   "'librdkafka' = the real client (confluent-kafka) on the same workload.")
 @workload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting with Kafka's name, e.g. -X linger.ms=10 -X acks=all. "
                    "Repeatable. See the list below.")
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: start an embedded Tansu broker for this run.")
+@lab_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write the results JSON to this file.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -78,9 +89,10 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
     """
+    shape = lab_shape(workload_flags)
     settings = settings_from_flags(overrides, mode)
     workload = workload_from_flags(**workload_flags)
-    with broker_target(bootstrap_servers) as target:
+    with broker_target(bootstrap_servers, **shape) as target:
         console.print(f"Producing to {target.description}, topic {workload.topic!r}, "
                       f"mode {mode}.")
         with live_progress(f"[{mode}]", progress) as on_progress, warnings.catch_warnings():
@@ -99,15 +111,17 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 
 
 @cli.command("compare-modes")
-@click.option("--modes", "modes_text", default="partition,broker", show_default=True,
+@click.option("--modes", "modes_text", default="librdkafka,partition,java,broker",
+              show_default=True,
               help="Comma-separated modes to compare; the first is the baseline of the "
-                   "change columns.")
+                   "change columns (by default librdkafka, the client run today).")
 @click.option("--mode-config", "mode_configs", multiple=True, metavar="MODE:KEY=VALUE",
               help="A setting for one mode only, e.g. --mode-config partition:linger.ms=500 "
                    "--mode-config broker:broker.linger.ms=500. Repeatable.")
 @click.option("--linger-ms", type=click.IntRange(0, 900_000), default=None,
-              help="One linger window for every mode: sets linger.ms, or broker.linger.ms "
-                   "for mode broker. --mode-config still wins.")
+              help="One linger window for every mode: sets linger.ms (librdkafka, "
+                   "partition, java, none), or broker.linger.ms for mode broker. "
+                   "--mode-config still wins.")
 @workload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting applied to every mode (see kbatch produce --help).")
@@ -115,6 +129,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
               help="Run the modes interleaved this many times; report median (min-max).")
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: one embedded Tansu broker for all modes.")
+@lab_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write every run and the summary as JSON to this file.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -133,6 +148,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
 
     kbatch compare-modes --partitions 1000 --rate 20000 --duration 30 --linger-ms 500
     """
+    shape = lab_shape(workload_flags)
     modes = parse_modes(modes_text, MODES)
     common = [parse_assignment(text) for text in overrides]
     mode_runs = parse_mode_configs(modes, common, mode_configs, linger_ms)
@@ -148,7 +164,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                                                  if repeat > 1 else "") + ".")
         return stack.enter_context(live_progress(f"[{mode}]", progress))
 
-    with broker_target(bootstrap_servers) as target, stack, warnings.catch_warnings():
+    with broker_target(bootstrap_servers, **shape) as target, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         console.print(f"Comparing {', '.join(modes)} on {target.description}.")
         recorder = RunRecorder(run)
@@ -170,6 +186,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
 
 cli.add_command(report)
 cli.add_command(gate)
+cli.add_command(lab)
 
 
 def main() -> None:

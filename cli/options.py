@@ -83,3 +83,28 @@ def workload_from_flags(
 
 def settings_from_flags(overrides: tuple[str, ...], mode: str) -> ProducerSettings:
     return build_settings([parse_assignment(text) for text in overrides], mode=mode)
+
+
+LAB_FLAGS = ("brokers", "rtt_ms", "jitter_ms")
+
+
+def lab_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--brokers N --rtt-ms R --jitter-ms J`: run on an embedded lab of that shape."""
+    options = [
+        click.option("--brokers", type=int, default=1, show_default=True,
+                     help="Embedded brokers: N > 1 starts a lab of N Tansu brokers presented "
+                          "as one N-node cluster (see `kbatch lab --help`)."),
+        click.option("--rtt-ms", type=float, default=0.0, show_default=True,
+                     help="Round trip the embedded lab adds to every response, in ms."),
+        click.option("--jitter-ms", type=float, default=0.0, show_default=True,
+                     help="Jitter of that round trip: each response's delay is uniform in "
+                          "[rtt - jitter, rtt + jitter] ms."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def lab_shape(flags: dict[str, Any]) -> dict[str, Any]:
+    """Take the lab options out of a command's keyword arguments (for `broker_target`)."""
+    return {name: flags.pop(name) for name in LAB_FLAGS}

@@ -1,0 +1,153 @@
+"""`kbatch lab up|down|status`: a multi-broker Kafka lab on this machine."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from types import FrameType
+from typing import Any
+
+import click
+
+from cli.errors import friendly_errors
+from cli.render import console
+from producer_core.errors import BrokerError
+from producer_core.lab import MAX_BROKERS, Lab
+from producer_core.lab.state import (
+    process_alive,
+    read_state,
+    remove_state,
+    state_path,
+    write_state,
+)
+
+#: What the command line of a `kbatch lab up` process contains (guards against pid reuse).
+UP_MARKER = "lab up"
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class _Stop(BaseException):
+    """SIGTERM (`kbatch lab down`) or SIGHUP: leave the foreground loop and shut down."""
+
+
+@click.group()
+def lab() -> None:
+    """A multi-broker Kafka lab on this machine, with network delay.
+
+    `kbatch lab up --brokers 3 --rtt-ms 1` starts 3 embedded Tansu brokers and a facade
+    that presents them to any Kafka client as one 3-node cluster (node ids 1..3, each on
+    its own loopback port, partition leadership round-robin), holding every response back
+    to emulate the round trip. It prints the bootstrap servers and runs until
+    `kbatch lab down` or Ctrl-C. `kbatch produce` and `compare-modes` take the same
+    `--brokers N --rtt-ms R` to run on a lab of their own.
+    """
+
+
+@lab.command()
+@click.option("--brokers", type=int, default=3, show_default=True,
+              help=f"Brokers in the lab (1 to {MAX_BROKERS}).")
+@click.option("--rtt-ms", type=float, default=0.0, show_default=True,
+              help="Round trip added to every response, in ms.")
+@click.option("--jitter-ms", type=float, default=0.0, show_default=True,
+              help="Jitter: each response's delay is uniform in [rtt - jitter, rtt + jitter].")
+@click.option("--base-port", type=int, default=None,
+              help="Node k listens on BASE_PORT + k - 1. Default: free ports the OS picks.")
+@friendly_errors
+def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None) -> None:
+    """Start a lab in the foreground; print its bootstrap servers on stdout."""
+    existing = read_state()
+    if existing is not None and process_alive(existing["pid"], UP_MARKER):
+        raise BrokerError(
+            f"A lab is already running (pid {existing['pid']}, bootstrap servers "
+            f"{existing.get('bootstrap')}). Stop it first with `kbatch lab down`."
+        )
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in _STOP_SIGNALS}
+    try:
+        with Lab(brokers, rtt_ms, jitter_ms, base_port=base_port) as running:
+            write_state(_state_document(running))
+            click.echo(running.bootstrap)
+            for node, backend in zip(running.nodes, running.backends, strict=True):
+                console.print(f"node {node.node_id}: {node.address}  (Tansu pid {backend.pid}, "
+                              f"port {backend.port})")
+            console.print(f"Running a {running.description}.\nStop it with `kbatch lab down` "
+                          "or Ctrl-C.")
+            while running.running:
+                time.sleep(0.2)
+            raise BrokerError("A lab broker exited unexpectedly, so the lab was stopped.")
+    except (_Stop, KeyboardInterrupt):
+        console.print("Lab stopped.")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        remove_state(os.getpid())
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    for sig in _STOP_SIGNALS:  # a second signal must not interrupt the shutdown
+        signal.signal(sig, signal.SIG_IGN)
+    raise _Stop(signal.Signals(signum).name)
+
+
+def _state_document(running: Lab) -> dict[str, Any]:
+    return {
+        "pid": os.getpid(),
+        "bootstrap": running.bootstrap,
+        "brokers": running.brokers,
+        "rtt_ms": running.delay.rtt_s * 1000,
+        "jitter_ms": running.delay.jitter_s * 1000,
+        "nodes": [{"node_id": n.node_id, "host": n.host, "port": n.port} for n in running.nodes],
+        "backend_pids": running.pids,
+        "started_at": time.time(),
+    }
+
+
+@lab.command()
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=15.0,
+              show_default=True, help="Seconds to wait for the lab to stop before killing it.")
+@friendly_errors
+def down(timeout_s: float) -> None:
+    """Stop the lab that `kbatch lab up` runs (nothing to do if none runs)."""
+    document = read_state()
+    if document is None:
+        console.print(f"No lab is running (no state file at {state_path()}).")
+        return
+    pid = int(document["pid"])
+    if not process_alive(pid, UP_MARKER):
+        _kill_backends(document)
+        remove_state()
+        console.print(f"No lab is running (removed the stale state file of pid {pid}).")
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while process_alive(pid, UP_MARKER) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if process_alive(pid, UP_MARKER):
+        os.kill(pid, signal.SIGKILL)  # its brokers die with it (parent-death signal)
+        console.print(f"The lab (pid {pid}) did not stop within {timeout_s:g} s; killed it.")
+    _kill_backends(document)
+    remove_state()
+    console.print(f"Lab stopped (pid {pid}).")
+
+
+def _kill_backends(document: dict[str, Any]) -> None:
+    """Last resort: a backend that survived its lab (it should not) is killed by pid."""
+    deadline = time.monotonic() + 2.0
+    pids = [int(p) for p in document.get("backend_pids", [])]
+    while any(process_alive(p, "tansu") for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for backend_pid in pids:
+        if process_alive(backend_pid, "tansu"):
+            os.kill(backend_pid, signal.SIGKILL)
+
+
+@lab.command()
+@friendly_errors
+def status() -> None:
+    """Print the running lab's bootstrap servers (exit code 1 if none runs)."""
+    document = read_state()
+    if document is None or not process_alive(int(document["pid"]), UP_MARKER):
+        raise BrokerError("No lab is running. Start one with `kbatch lab up`.")
+    click.echo(document["bootstrap"])
+    console.print(f"pid {document['pid']}, {document['brokers']} brokers, round trip "
+                  f"{document['rtt_ms']:g} ms ± {document['jitter_ms']:g} ms.")

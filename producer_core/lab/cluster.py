@@ -1,0 +1,173 @@
+"""A multi-broker Kafka lab on one machine: N Tansu backends behind the facade.
+
+    with Lab(brokers=3, rtt_ms=1) as lab:
+        run(workload, settings, mode, lab.bootstrap)
+        lab.request_counts(API_PRODUCE)   # {1: ..., 2: ..., 3: ...}
+
+The facade binds every node's port first (so a taken port fails before any broker
+starts, and no port can be stolen meanwhile), then the backends start; any failure or
+interruption on the way stops whatever already runs. ``stop()`` is idempotent and runs
+from ``__exit__``; the backends also carry EmbeddedBroker's own guarantees (atexit hook,
+kernel parent-death signal), so no process outlives the one that started the lab.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+
+from producer_core.brokers.embedded import EmbeddedBroker
+from producer_core.errors import BrokerError, UsageError
+from producer_core.lab.delay import DelayModel
+from producer_core.lab.facade import Facade
+from producer_core.lab.layout import Layout, Node
+
+MAX_BROKERS = 16
+"""Each backend is a Tansu process (~15 MB, two runtime threads); more than this on one
+machine measures the machine, not the producer."""
+
+
+def validate_shape(brokers: int, base_port: int | None = None) -> None:
+    """Refuse a lab size or port range that cannot work, saying what is allowed."""
+    if not 1 <= brokers <= MAX_BROKERS:
+        raise UsageError(
+            f"--brokers {brokers} is out of range: a lab has 1 to {MAX_BROKERS} brokers "
+            "(each is a Tansu process on this machine)."
+        )
+    if base_port is not None and not (base_port >= 1 and base_port + brokers - 1 <= 65535):
+        raise UsageError(
+            f"--base-port {base_port} with --brokers {brokers} needs ports {base_port} to "
+            f"{base_port + brokers - 1}; ports go from 1 to 65535."
+        )
+
+
+class Lab:
+    """N embedded Tansu brokers presented as one N-node cluster, with optional delay."""
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        rtt_ms: float = 0.0,
+        jitter_ms: float = 0.0,
+        *,
+        base_port: int | None = None,
+        host: str = "127.0.0.1",
+        assignment: Mapping[str, Sequence[int]] | None = None,
+        seed: int | None = None,
+        backend_factory: Callable[[], EmbeddedBroker] | None = None,
+    ) -> None:
+        validate_shape(brokers, base_port)
+        self.brokers = brokers
+        self.base_port = base_port
+        self.host = host
+        self.delay = DelayModel(rtt_ms, jitter_ms, seed)
+        self._assignment = assignment
+        self._backend_factory = backend_factory or (lambda: EmbeddedBroker(host=host))
+        self._facade: Facade | None = None
+        self._backends: list[EmbeddedBroker] = []
+        self.layout: Layout | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, timeout_s: float = 15.0) -> Lab:
+        if self._facade is not None:
+            return self
+        ports = None
+        if self.base_port is not None:
+            ports = [self.base_port + i for i in range(self.brokers)]
+        facade = Facade(self.brokers, self.delay, self.host, self._assignment)
+        self._facade = facade
+        try:
+            self.layout = facade.start(ports)
+            for _ in range(self.brokers):
+                backend = self._backend_factory()
+                self._backends.append(backend)
+                backend.start(timeout_s)
+            facade.set_backends([(b.host, b.port) for b in self._backends])
+        except BaseException:
+            # Ctrl-C or a failed start: nothing half-started is left behind.
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the facade and every backend; idempotent, safe on a half-started lab."""
+        facade, self._facade = self._facade, None
+        if facade is not None:
+            with contextlib.suppress(Exception):
+                facade.stop()
+        backends, self._backends = self._backends, []
+        for backend in backends:
+            with contextlib.suppress(Exception):
+                backend.stop()
+
+    def __enter__(self) -> Lab:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ views
+
+    def _running(self) -> tuple[Facade, Layout]:
+        if self._facade is None or self.layout is None:
+            raise BrokerError("The lab is not running; call start() first.")
+        return self._facade, self.layout
+
+    @property
+    def nodes(self) -> list[Node]:
+        return list(self._running()[1].nodes)
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,...`` of every node (any one of them is enough to bootstrap)."""
+        return ",".join(node.address for node in self.nodes)
+
+    @property
+    def backends(self) -> list[EmbeddedBroker]:
+        """The Tansu processes, backend k serving node k (index k - 1)."""
+        return list(self._backends)
+
+    @property
+    def pids(self) -> list[int]:
+        return [pid for pid in (b.pid for b in self._backends) if pid is not None]
+
+    @property
+    def running(self) -> bool:
+        return self._facade is not None and all(b.running for b in self._backends)
+
+    def leader(self, topic: str, partition: int) -> int:
+        return self._running()[1].leader(topic, partition)
+
+    def counts(self) -> dict[int, dict[int, int]]:
+        """Requests the facade received: node id -> api key -> count."""
+        return self._running()[0].counts()
+
+    def request_counts(self, api_key: int) -> dict[int, int]:
+        """Requests of one api key per node id (0: Produce), zeros included."""
+        return {node: by_key.get(api_key, 0) for node, by_key in self.counts().items()}
+
+    def reset_counts(self) -> None:
+        self._running()[0].reset_counts()
+
+    def errors(self) -> list[str]:
+        """Protocol problems that made the facade drop a client connection (none, normally)."""
+        return self._running()[0].errors()
+
+    @property
+    def description(self) -> str:
+        nodes = self.nodes
+        return (
+            f"lab of {self.brokers} embedded Tansu broker{'s' if self.brokers > 1 else ''} "
+            f"(nodes 1-{len(nodes)}, {self.delay.describe()}) at {self.bootstrap}"
+        )
+
+    def __repr__(self) -> str:
+        state = self.bootstrap if self._facade is not None and self.layout else "stopped"
+        return f"Lab(brokers={self.brokers}, {state})"
