@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from producer_core.brokers.embedded import EmbeddedBroker
+from tests.docker_kafka import docker_kafka  # noqa: F401 - fixture, KBATCH_TEST_BROKER=docker
 from tests.wire_proxy import CountingProxy
 
 
