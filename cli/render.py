@@ -82,6 +82,11 @@ def summary_table(result: dict[str, Any]) -> Table:
     ]
     for name, value in rows:
         table.add_row(name, value)
+    blocked = result.get("generator_blocked") or {}
+    if blocked.get("episodes"):
+        table.add_row("generator blocked on memory total / max ms (times)",
+                      f"{_ms(blocked['total_ms'])} / {_ms(blocked['max_ms'])} "
+                      f"({blocked['episodes']:,})")
     if msgs["failed_reasons"]:
         table.add_row("failure reasons", ", ".join(
             f"{k}: {v:,}" for k, v in msgs["failed_reasons"].items()))

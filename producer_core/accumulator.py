@@ -84,11 +84,13 @@ class Accumulator:
         self.queues: list[deque[ProducerBatch]] = [deque() for _ in slots]
         self.queued_bytes = 0
         self.queued_records = 0
+        self.queued_batches = 0
 
     def _new_batch(self, slot: int, now: float) -> ProducerBatch:
         builder = DefaultRecordBatchBuilder(2, self.compression, 0, -1, -1, -1, self.batch_size)
         batch = ProducerBatch(slot, builder, now)
         self.queues[slot].append(batch)
+        self.queued_batches += 1
         return batch
 
     def append(
@@ -196,6 +198,7 @@ class Accumulator:
             batch.first_drained_at = now
         self.queued_records -= batch.record_count
         self.queued_bytes -= batch.record_bytes
+        self.queued_batches -= 1
         return batch
 
     def requeue_front(self, batch: ProducerBatch) -> None:
@@ -203,6 +206,7 @@ class Accumulator:
         self.queues[batch.slot].appendleft(batch)
         self.queued_records += batch.record_count
         self.queued_bytes += batch.record_bytes
+        self.queued_batches += 1
 
     @property
     def empty(self) -> bool:

@@ -13,8 +13,30 @@ from typing import Any
 
 from producer_core.errors import ConfigError
 
-MODES = ("partition", "none", "broker")
-"""Linger modes of the in-repo engine."""
+MODES = ("partition", "none", "broker", "java", "librdkafka")
+"""Modes: the in-repo engine's linger policies, and `librdkafka` (the real client, as a
+reference: confluent-kafka's Producer driven by the same workload generator)."""
+
+LIBRDKAFKA_NAMES = {
+    "linger.ms": "linger.ms",
+    "batch.size": "batch.size",
+    "batch.num.messages": "batch.num.messages",
+    "acks": "acks",
+    "max.in.flight.requests.per.connection": "max.in.flight.requests.per.connection",
+    "compression.type": "compression.type",
+    "max.request.size": "message.max.bytes",
+    "request.timeout.ms": "request.timeout.ms",
+    "delivery.timeout.ms": "delivery.timeout.ms",
+    "retries": "retries",
+    "retry.backoff.ms": "retry.backoff.ms",
+    "client.id": "client.id",
+    "buffer.memory": "queue.buffering.max.kbytes",
+}
+"""kbatch setting -> the librdkafka property that means the same thing (mode librdkafka).
+`buffer.memory` is converted to kilobytes. `max.block.ms` is not passed on: it bounds how
+long kbatch's generator waits on a full librdkafka queue. Any other setting is refused."""
+
+LIBRDKAFKA_OWN = frozenset({"max.block.ms"})
 
 LINGER_MS_IGNORED = (
     "linger.ms is ignored in mode broker; use broker.linger.ms "
@@ -47,7 +69,7 @@ SETTINGS: dict[str, SettingSpec] = dict(
     [
         _spec("linger.ms", 5, "int", "per-partition linger: how long a partition's oldest "
               "message may wait for company before its batch is ready", 0, 900_000,
-              modes=("partition",)),
+              modes=("partition", "java", "librdkafka")),
         _spec("batch.size", 16384, "int", "bytes per partition batch; a full batch is "
               "ready at once", 64, 64 * 1024 * 1024),
         _spec("acks", "1", "acks", "0 (no response), 1 (leader) or all", choices=("0", "1", "all")),
@@ -65,7 +87,13 @@ SETTINGS: dict[str, SettingSpec] = dict(
         _spec("produce.request.max.partitions", -1, "int", "partitions per ProduceRequest "
               "at most (-1: unlimited; 1 reproduces stock librdkafka)", -1, 1_000_000),
         _spec("buffer.memory", 33554432, "int", "bytes of records the producer may hold "
-              "unsent; when full the generator waits (its lag shows it)", 1024, 1 << 40),
+              "unsent (mode java: batch.size per batch until its response, as Java's "
+              "BufferPool); when full the generator waits up to max.block.ms", 1024, 1 << 40),
+        _spec("max.block.ms", 60000, "int", "how long the generator waits for buffer.memory "
+              "per message; then the message fails with reason max.block.ms", 0, 86_400_000),
+        _spec("batch.num.messages", 10000, "int", "mode librdkafka only: messages per "
+              "partition batch at most (librdkafka's own setting)", 1, 1_000_000,
+              modes=("librdkafka",)),
         _spec("compression.type", "none", "choice", "record batch compression",
               choices=("none", "gzip", "snappy", "lz4", "zstd")),
         _spec("client.id", "kbatch", "str", "client id sent in every request header"),
@@ -203,9 +231,38 @@ def build_settings(
     warnings: list[str] = []
     if mode == "broker" and "linger.ms" in explicit:
         warnings.append(LINGER_MS_IGNORED)
+    if mode == "librdkafka":
+        _check_librdkafka(explicit, values)
+    elif "batch.num.messages" in explicit:
+        warnings.append(f"batch.num.messages applies to mode librdkafka only; ignored in mode "
+                        f"{mode}")
+    if mode == "java" and values["batch.size"] > values["buffer.memory"]:
+        raise ConfigError(
+            f"batch.size={values['batch.size']} is larger than "
+            f"buffer.memory={values['buffer.memory']}: in mode java every batch holds "
+            "batch.size bytes of buffer.memory, so no batch could ever be allocated. Lower "
+            "batch.size or raise buffer.memory."
+        )
     return ProducerSettings(
         values=values, explicit=frozenset(explicit), warnings=tuple(warnings)
     )
+
+
+def _check_librdkafka(explicit: set[str], values: Mapping[str, Any]) -> None:
+    """Refuse settings librdkafka does not have, rather than silently not applying them."""
+    refused = sorted(k for k in explicit if k not in LIBRDKAFKA_NAMES and k not in LIBRDKAFKA_OWN)
+    if refused:
+        accepted = ", ".join(sorted([*LIBRDKAFKA_NAMES, *LIBRDKAFKA_OWN]))
+        raise ConfigError(
+            f"Mode librdkafka has no equivalent of {', '.join(refused)}: librdkafka has no "
+            "broker-level collector, and puts exactly one partition in every ProduceRequest "
+            f"(librdkafka issue #1700). Settings mode librdkafka accepts: {accepted}."
+        )
+    if "max.request.size" in explicit and values["max.request.size"] > 1_000_000_000:
+        raise ConfigError(
+            f"max.request.size={values['max.request.size']} is above librdkafka's "
+            "message.max.bytes limit of 1000000000."
+        )
 
 
 def settings_help() -> str:

@@ -24,6 +24,7 @@ from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.config import ProducerSettings
 from producer_core.errors import BrokerError, UsageError
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
+from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.metrics import RequestRecord, Results, RunMetrics
 from producer_core.transport import Cluster
 from producer_core.workload import ID_BYTES, MessageSource, Workload
@@ -119,6 +120,14 @@ class Engine:
         for broker in set(self.leaders):
             await self.cluster.connection(broker)
             self._in_flight[broker] = 0
+        self.blocked = BlockedGenerator(self.settings["max.block.ms"] / 1000.0, self.metrics)
+        self.batch_memory: BatchMemory | None = None
+        if self.mode == "java":  # Java's BufferPool: batch.size per batch until its response
+            key = b"key-%d" % max(0, w.keys - 1) if w.keys else None
+            record = DefaultRecordBatchBuilder.estimate_size_in_bytes(
+                key, bytes(w.message_size), [])
+            self.batch_memory = BatchMemory(self.settings["buffer.memory"],
+                                            max(self.settings.batch_size, record))
 
     # ------------------------------------------------------------------ run
     async def run(self) -> Results:
@@ -157,7 +166,7 @@ class Engine:
         interval = 1.0 / rate if rate else 0.0
         total = w.total_messages
         end_by_time = self.start + w.duration_s if w.duration_s is not None else None
-        limit = self.settings["buffer.memory"]
+        blocked_gen = self.blocked
         start = self.start
         index = 0
         while True:
@@ -172,7 +181,14 @@ class Engine:
                 if total is not None:
                     due = min(due, total)
             count = min(due - index, CHUNK)
-            if count > 0 and self._buffered_bytes() < limit:
+            exhausted = count > 0 and self._memory_full()
+            if exhausted:  # wait for memory; a message that waited max.block.ms fails
+                index += blocked_gen.wait(now, due - index)
+                self.metrics.messages_generated = index
+            elif count > 0:
+                blocked_gen.release(now)
+            self.policy.set_memory_exhausted(exhausted)
+            if count > 0 and not exhausted:
                 timestamp_ms = int(time.time() * 1000)
                 ids = range(index, index + count)
                 if small:
@@ -204,20 +220,33 @@ class Engine:
             ) or (rate is None and due == index and end_by_time is not None
                   and now >= end_by_time)
             if finished:
+                blocked_gen.release(now)
                 return
-            blocked = self._buffered_bytes() >= limit
+            blocked = self._memory_full()
             if (index < due or rate is None) and not blocked:
                 await asyncio.sleep(0)
                 continue
             wake = self.policy.next_wakeup()
             next_due = start + index * interval if rate is not None else None
-            if blocked:
-                next_due = None  # blocked on memory: wait for a response to free some
+            if blocked and (blocked_gen.blocked or rate is None):
+                # blocked on memory: wait for a response to free some, or max.block.ms
+                next_due = blocked_gen.deadline()
             candidates = [t for t in (wake, next_due) if t is not None]
             await self._sleep_until(min(candidates) if candidates else None)
 
     def _buffered_bytes(self) -> int:
         return self.accumulator.queued_bytes
+
+    def _memory_full(self) -> bool:
+        """No room for the next message: buffer.memory (Java-style in mode java) is used up."""
+        if self.batch_memory is not None:
+            return self.batch_memory.exhausted(self.accumulator.queued_batches)
+        return self.accumulator.queued_bytes >= self.settings["buffer.memory"]
+
+    def _release_batches(self, count: int) -> None:
+        """Batches whose outcome is settled (or that are back in the queue) free their memory."""
+        if self.batch_memory is not None:
+            self.batch_memory.held -= count
 
     async def _drain_everything(self) -> None:
         while True:
@@ -257,6 +286,8 @@ class Engine:
 
     def _send(self, plan: RequestPlan) -> None:
         now = self.loop.time()
+        if self.batch_memory is not None:
+            self.batch_memory.held += len(plan.batches)
         by_topic: dict[str, list[tuple[int, bytes]]] = {}
         records = size = 0
         attempt = 0
@@ -344,6 +375,7 @@ class Engine:
         if self.workload.warmup_s:
             intended = intended[intended >= self._warmup_until]
         self.metrics.latency.record_seconds(now - intended)
+        self._release_batches(len(acknowledged))
         for batch, offset in acknowledged:
             self.metrics.messages_acked += batch.record_count
             if self.deliveries is not None:
@@ -360,10 +392,13 @@ class Engine:
             age = now - batch.created
             if not retriable:
                 self.metrics.fail(batch.record_count, reason)
+                self._release_batches(1)
             elif batch.attempts > settings["retries"]:
                 self.metrics.fail(batch.record_count, f"{reason} (retries exhausted)")
+                self._release_batches(1)
             elif age + settings["retry.backoff.ms"] / 1000 > settings.delivery_timeout_s:
                 self.metrics.fail(batch.record_count, f"{reason} (delivery.timeout.ms)")
+                self._release_batches(1)
             else:
                 self._pending_retries += 1
                 self.loop.call_later(
@@ -372,6 +407,7 @@ class Engine:
 
     def _requeue(self, batch: ProducerBatch) -> None:
         self._pending_retries -= 1
+        self._release_batches(1)
         self.accumulator.requeue_front(batch)
         self.policy.on_requeue(batch.slot, self.loop.time())
         self._wake()
@@ -430,12 +466,19 @@ class Engine:
         if self.metrics.messages_failed:
             warnings.append(f"{self.metrics.messages_failed} messages failed: "
                             f"{dict(self.metrics.failed_reasons)}.")
+        if self.metrics.blocked_episodes:
+            m = self.metrics
+            warnings.append(
+                f"The generator was blocked on buffer.memory for {m.blocked_s * 1000:.1f} ms in "
+                f"total ({m.blocked_episodes} times, longest {m.blocked_max_s * 1000:.1f} ms): "
+                "every message due meanwhile was delayed by it."
+            )
         warnings.extend(self.settings.warnings)
         extra: dict[str, Any] = {"messages_intended": self.workload.total_messages
                                  or self.metrics.messages_generated}
         collector = self.policy.stats()
         if collector:
-            extra["json"] = {"collector": collector}
+            extra["json"] = {"collector" if self.mode == "broker" else "policy": collector}
         duration = max(end - self.start, 1e-9)
         return Results(
             mode=self.mode,
@@ -465,6 +508,11 @@ async def run_async(
     deliveries: list[Delivery] | None = None,
 ) -> Results:
     """Run one workload in one mode against the cluster at `bootstrap`."""
+    if mode == "librdkafka":  # the real client as a reference, same generator and Results
+        from producer_core import librdkafka_engine
+
+        return await librdkafka_engine.run_async(
+            workload, settings, mode, bootstrap, on_progress, deliveries)
     cluster = Cluster(bootstrap, settings["client.id"], settings.request_timeout_s)
     engine = Engine(workload, settings, mode, cluster, on_progress, deliveries)
     return await engine.run()

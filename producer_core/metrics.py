@@ -40,6 +40,23 @@ class RequestRecord:
 
 
 @dataclass
+class ClientCounts:
+    """Request figures taken from a client's own statistics (mode librdkafka).
+
+    librdkafka does not say what each ProduceRequest carried, only totals: Produce
+    requests per broker (`req.Produce`) and the partition batches it built (`batchcnt`,
+    `batchsize`). Per-request records are then unknown, so `RunMetrics.requests` stays
+    empty and these totals stand in for it.
+    """
+
+    requests: int
+    batches: int
+    batch_bytes_p50: float = 0.0
+    """Median batch size in bytes, from librdkafka's windowed histograms (approximate)."""
+    batch_bytes_max: float = 0.0
+
+
+@dataclass
 class RunMetrics:
     """Mutable counters the engine updates while it runs."""
 
@@ -56,6 +73,12 @@ class RunMetrics:
     generator_lag: LatencyHistogram = field(default_factory=LatencyHistogram)
     linger: LatencyHistogram = field(default_factory=LatencyHistogram)
     rtt: LatencyHistogram = field(default_factory=LatencyHistogram)
+    blocked_s: float = 0.0
+    """Time the generator spent blocked on buffer memory (a full librdkafka queue)."""
+    blocked_max_s: float = 0.0
+    blocked_episodes: int = 0
+    client_counts: ClientCounts | None = None
+    """Set instead of `requests` when per-request records are unknown (librdkafka)."""
 
     def record_request(self, record: RequestRecord) -> None:
         self.requests.append(record)
@@ -99,7 +122,8 @@ class Results:
 
     @property
     def requests_sent(self) -> int:
-        return len(self.metrics.requests)
+        counts = self.metrics.client_counts
+        return counts.requests if counts is not None else len(self.metrics.requests)
 
     @property
     def msgs_per_req(self) -> float:
@@ -113,6 +137,9 @@ class Results:
         m = self.metrics
         partitions = np.array([r.partitions for r in m.requests], dtype=np.int64)
         sizes = np.array([r.bytes for r in m.requests], dtype=np.int64)
+        per_partition, per_bytes = _distribution(partitions), _distribution(sizes)
+        if m.client_counts is not None:
+            per_partition, per_bytes = _client_distributions(m.client_counts, m.bytes_sent)
         target = self.workload.get("rate")
         return {
             "schema_version": SCHEMA_VERSION,
@@ -129,8 +156,8 @@ class Results:
             "records_sent": m.records_sent,
             "bytes_sent": m.bytes_sent,
             "msgs_per_req": round(self.msgs_per_req, 3),
-            "partitions_per_request": _distribution(partitions),
-            "bytes_per_request": _distribution(sizes),
+            "partitions_per_request": per_partition,
+            "bytes_per_request": per_bytes,
             "requests_by_broker": {str(k): v for k, v in sorted(m.requests_by_broker.items())},
             "messages": {
                 "intended": self.extra.get("messages_intended", m.messages_generated),
@@ -147,6 +174,11 @@ class Results:
             "generator_lag": _summary(m.generator_lag),
             "linger": _summary(m.linger),
             "rtt": _summary(m.rtt),
+            "generator_blocked": {
+                "total_ms": round(m.blocked_s * 1000, 3),
+                "max_ms": round(m.blocked_max_s * 1000, 3),
+                "episodes": m.blocked_episodes,
+            },
             "histograms": {
                 "latency_us": m.latency.encode(),
                 "generator_lag_us": m.generator_lag.encode(),
@@ -156,6 +188,27 @@ class Results:
             "warnings": self.warnings,
             **self.extra.get("json", {}),
         }
+
+
+def _client_distributions(
+    counts: ClientCounts, bytes_sent: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Partitions and bytes per request from a client's totals (see `ClientCounts`).
+
+    With one partition batch per request (stock librdkafka) every request carries exactly
+    one partition, and the batch sizes are the request sizes. Otherwise only the means are
+    known, and p50/max repeat them.
+    """
+    requests = max(counts.requests, 1)
+    mean_partitions = counts.batches / requests
+    mean_bytes = round(bytes_sent / requests, 3)
+    if counts.batches == counts.requests:
+        one = 1.0 if counts.requests else 0.0
+        return ({"mean": one, "p50": one, "max": one},
+                {"mean": mean_bytes, "p50": counts.batch_bytes_p50, "max": counts.batch_bytes_max})
+    mean_partitions = round(mean_partitions, 3)
+    return ({"mean": mean_partitions, "p50": mean_partitions, "max": mean_partitions},
+            {"mean": mean_bytes, "p50": mean_bytes, "max": mean_bytes})
 
 
 def _summary(histogram: LatencyHistogram) -> dict[str, float]:

@@ -6,6 +6,7 @@ from producer_core.accumulator import Accumulator
 from producer_core.config import ProducerSettings
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
 from producer_core.linger.broker import BrokerLinger
+from producer_core.linger.java import JavaLinger
 from producer_core.linger.partition import NoLinger, PartitionLinger
 
 __all__ = ["LingerPolicy", "RequestLimits", "RequestPlan", "make_policy"]
@@ -20,6 +21,8 @@ def make_policy(
         return PartitionLinger(accumulator, leaders, limits, settings.linger_s)
     if mode == "none":
         return NoLinger(accumulator, leaders, limits)
+    if mode == "java":
+        return JavaLinger(accumulator, leaders, limits, settings.linger_s)
     if mode == "broker":
         return BrokerLinger(
             accumulator, leaders, limits,

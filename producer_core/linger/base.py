@@ -43,6 +43,7 @@ class LingerPolicy(ABC):
         self.leaders = leaders
         self.limits = limits
         self.flushing = False
+        self.memory_exhausted = False
 
     def set_leaders(self, leaders: list[int]) -> None:
         self.leaders = leaders
@@ -62,6 +63,13 @@ class LingerPolicy(ABC):
     @abstractmethod
     def next_wakeup(self) -> float | None:
         """The next time `poll` may have something new to send, or None if only an event can."""
+
+    def set_memory_exhausted(self, exhausted: bool) -> None:
+        """The generator is (or no longer is) blocked waiting for buffer memory.
+
+        Java treats every partition as ready then; the other modes ignore it.
+        """
+        self.memory_exhausted = exhausted
 
     def start_flush(self) -> None:
         """From now on everything queued is ready (end of run, close, explicit flush)."""

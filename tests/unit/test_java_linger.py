@@ -1,0 +1,205 @@
+"""Mode java with synthetic time: node readiness, drain of every partition with data,
+memory exhaustion, and max.block.ms."""
+
+from __future__ import annotations
+
+import pytest
+
+from producer_core.accumulator import Accumulator, TopicPartition
+from producer_core.config import build_settings
+from producer_core.errors import ConfigError
+from producer_core.linger import make_policy
+from producer_core.linger.base import RequestLimits
+from producer_core.linger.java import JavaLinger
+from producer_core.memory import MAX_BLOCK_REASON, BatchMemory, BlockedGenerator
+from producer_core.metrics import RunMetrics
+
+VALUE = bytes(100)
+
+
+def make(partitions: int = 6, linger_s: float = 0.010, batch_size: int = 16384,
+         leaders: list[int] | None = None, max_request_size: int = 1 << 20,
+         max_partitions: int | None = None):
+    acc = Accumulator([TopicPartition("t", p) for p in range(partitions)], batch_size)
+    limits = RequestLimits(max_request_size, max_partitions)
+    policy = JavaLinger(acc, leaders or [1] * partitions, limits, linger_s)
+    return acc, policy
+
+
+def append(acc, policy, slot: int, now: float, message_id: int = 0) -> None:
+    event = acc.append(slot, message_id, None, VALUE, now, now, 0)
+    if event:
+        policy.on_append(slot, event, now)
+
+
+def sent(plans) -> list[tuple[int, list[int]]]:
+    return [(plan.broker, sorted(b.slot for b in plan.batches)) for plan in plans]
+
+
+def test_make_policy_builds_java_with_java_defaults():
+    settings = build_settings(mode="java")
+    acc = Accumulator([TopicPartition("t", 0)], settings.batch_size)
+    policy = make_policy("java", acc, [1], settings)
+    assert isinstance(policy, JavaLinger)
+    assert policy.linger_s == pytest.approx(0.005)  # Java's linger.ms default
+    assert settings.batch_size == 16384 and settings["buffer.memory"] == 32 * 1024 * 1024
+    assert settings["max.block.ms"] == 60000
+
+
+def test_one_expired_partition_makes_its_broker_ready_and_drains_every_partition():
+    # slots 0-2 led by broker 1, slots 3-5 by broker 2
+    acc, policy = make(leaders=[1, 1, 1, 2, 2, 2], linger_s=0.010)
+    append(acc, policy, 0, now=0.000)
+    append(acc, policy, 1, now=0.006)
+    append(acc, policy, 2, now=0.009)
+    append(acc, policy, 3, now=0.001)
+    append(acc, policy, 4, now=0.008)
+    assert policy.poll(0.0095, {1: 5, 2: 5}) == []
+    assert policy.next_wakeup() == pytest.approx(0.010)
+    plans = policy.poll(0.010, {1: 5, 2: 5})
+    # partition 0 expired: broker 1 sends partitions 0, 1 and 2 (not expired) in one request;
+    # broker 2's partitions have not expired (3 expires at 0.011)
+    assert sent(plans) == [(1, [0, 1, 2])]
+    assert plans[0].reason == "linger"
+    assert policy.poll(0.0105, {1: 5, 2: 5}) == []
+    plans = policy.poll(0.011, {1: 5, 2: 5})
+    assert sent(plans) == [(2, [3, 4])]
+    assert acc.empty
+    stats = policy.stats()
+    assert stats["partitions_drained"] == 5 and stats["partitions_drained_sendable"] == 2
+
+
+def test_full_batch_makes_the_broker_ready_and_takes_the_others_along():
+    acc, policy = make(batch_size=1024, linger_s=10.0)
+    append(acc, policy, 5, now=0.0)
+    for i in range(12):  # the first batch of partition 2 fills after ~8 records
+        append(acc, policy, 2, now=0.001 * i, message_id=i)
+    plans = policy.poll(0.02, {1: 5})
+    # first request: partition 2's full batch and partition 5's open batch; then partition
+    # 2's open batch is not sendable (linger 10 s), so the broker is no longer ready
+    assert sent(plans) == [(1, [2, 5])]
+    assert plans[0].reason == "batch_full"
+    assert acc.has_data(2) and not acc.has_data(5)
+
+
+def test_memory_exhaustion_makes_every_broker_ready():
+    acc, policy = make(leaders=[1, 1, 2, 2, 3, 3], linger_s=10.0)
+    for slot in range(5):
+        append(acc, policy, slot, now=0.0)
+    assert policy.poll(0.001, {1: 5, 2: 5, 3: 5}) == []
+    policy.set_memory_exhausted(True)
+    plans = policy.poll(0.002, {1: 5, 2: 5, 3: 5})
+    assert sent(plans) == [(1, [0, 1]), (2, [2, 3]), (3, [4])]
+    assert {p.reason for p in plans} == {"memory"}
+    assert acc.empty
+    policy.set_memory_exhausted(False)
+    append(acc, policy, 0, now=0.003)
+    assert policy.poll(0.004, {1: 5, 2: 5, 3: 5}) == []
+
+
+def test_flush_makes_everything_ready():
+    acc, policy = make(linger_s=10.0)
+    append(acc, policy, 1, now=0.0)
+    append(acc, policy, 4, now=0.0)
+    policy.start_flush()
+    plans = policy.poll(0.001, {1: 1})
+    assert sent(plans) == [(1, [1, 4])] and plans[0].reason == "flush"
+
+
+def test_no_free_request_slot_means_no_request():
+    acc, policy = make(linger_s=0.0)
+    append(acc, policy, 0, now=0.0)
+    assert policy.poll(0.0, {1: 0}) == []
+    assert sent(policy.poll(0.001, {1: 1})) == [(1, [0])]
+
+
+def test_max_request_size_cuts_the_request_and_the_next_starts_where_it_stopped():
+    # each batch is ~170 bytes, the request overhead 128: room for 2 batches per request
+    acc, policy = make(partitions=6, linger_s=0.010, max_request_size=520)
+    for slot in range(6):
+        append(acc, policy, slot, now=0.0)
+    plans = policy.poll(0.010, {1: 10})
+    assert sent(plans) == [(1, [0, 1]), (1, [2, 3]), (1, [4, 5])]
+    for slot in (0, 1, 2, 3, 4):
+        append(acc, policy, slot, now=0.020)
+    # all expire at 0.030. The last request walked all the way round from 4 (4, 5, 0, 1, 2,
+    # 3), and Java's drainIndex stays on the last partition examined: the next walk starts
+    # at 3. Each request that is cut short starts the next at the partition that did not fit.
+    plans = policy.poll(0.030, {1: 10})
+    assert [slots for _, slots in sent(plans)] == [[3, 4], [0, 1], [2]]
+
+
+def test_max_partitions_per_request():
+    acc, policy = make(linger_s=0.0, max_partitions=2)
+    for slot in range(5):
+        append(acc, policy, slot, now=0.0)
+    plans = policy.poll(0.0, {1: 10})
+    assert [len(p.batches) for p in plans] == [2, 2, 1]
+
+
+def test_retry_is_sendable_at_once():
+    acc, policy = make(linger_s=10.0)
+    append(acc, policy, 2, now=0.0)
+    policy.start_flush()
+    (plan,) = policy.poll(0.0, {1: 1})
+    policy.flushing = False
+    acc.requeue_front(plan.batches[0])
+    policy.on_requeue(2, now=0.1)
+    plans = policy.poll(0.1, {1: 1})
+    assert sent(plans) == [(1, [2])] and plans[0].reason == "retry"
+
+
+def test_leader_change_moves_queued_partitions():
+    acc, policy = make(partitions=2, leaders=[1, 1], linger_s=0.010)
+    append(acc, policy, 0, now=0.0)
+    append(acc, policy, 1, now=0.0)
+    policy.set_leaders([1, 2])
+    plans = policy.poll(0.010, {1: 1, 2: 1})
+    assert sent(plans) == [(1, [0]), (2, [1])]
+
+
+# ------------------------------------------------------------- memory and max.block.ms
+def test_max_block_ms_expiry_fails_the_waiting_message_with_its_reason():
+    metrics = RunMetrics()
+    blocked = BlockedGenerator(0.100, metrics)
+    assert blocked.wait(now=1.000, waiting=3) == 0  # the first message starts waiting
+    assert blocked.blocked and blocked.deadline() == pytest.approx(1.100)
+    assert blocked.wait(now=1.050, waiting=3) == 0
+    assert blocked.wait(now=1.100, waiting=3) == 1  # its max.block.ms ran out
+    assert metrics.failed_reasons == {MAX_BLOCK_REASON: 1}
+    assert MAX_BLOCK_REASON.startswith("max.block.ms")
+    # the next message's wait started when the first one failed
+    assert blocked.deadline() == pytest.approx(1.200)
+    assert blocked.wait(now=1.250, waiting=2) == 1
+    blocked.release(now=1.260)  # memory came back
+    assert not blocked.blocked
+    assert metrics.messages_failed == 2
+    assert metrics.blocked_episodes == 1
+    assert metrics.blocked_s == pytest.approx(0.260)
+    assert metrics.blocked_max_s == pytest.approx(0.260)
+    blocked.wait(now=2.0, waiting=1)
+    blocked.release(now=2.1)
+    assert metrics.blocked_episodes == 2
+    assert metrics.blocked_s == pytest.approx(0.360)
+    assert metrics.blocked_max_s == pytest.approx(0.260)
+
+
+def test_max_block_ms_zero_fails_every_message_that_meets_full_memory():
+    metrics = RunMetrics()
+    blocked = BlockedGenerator(0.0, metrics)
+    assert blocked.wait(now=5.0, waiting=7) == 7
+    assert metrics.failed_reasons[MAX_BLOCK_REASON] == 7
+
+
+def test_java_memory_counts_whole_batches_until_their_response():
+    memory = BatchMemory(limit=4 * 16384, batch_bytes=16384)
+    assert not memory.exhausted(queued_batches=3)  # a fourth batch still fits
+    assert memory.exhausted(queued_batches=4)
+    memory.held = 2  # two batches in flight still hold their memory
+    assert memory.exhausted(queued_batches=2)
+    assert memory.used(queued_batches=2) == 4 * 16384
+
+
+def test_java_refuses_batch_size_above_buffer_memory():
+    with pytest.raises(ConfigError, match="buffer.memory"):
+        build_settings({"batch.size": "65536", "buffer.memory": "32768"}, mode="java")
