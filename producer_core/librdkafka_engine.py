@@ -431,6 +431,12 @@ async def run_async(
     deliveries: list[Delivery] | None = None,
 ) -> Results:
     """Run one workload through librdkafka; the same call and Results as the engine's."""
+    if getattr(workload, "topics", ()):
+        raise UsageError(
+            "Mode librdkafka runs the command line's one-topic workload (--topic, "
+            "--partitions, --rate, --keys, --message-size); workload files with topics are "
+            "not supported in this mode."
+        )
     _check_message_fits(workload, settings)
     runner = LibrdkafkaRun(workload, settings, bootstrap, on_progress, deliveries)
     cluster = Cluster(bootstrap, settings["client.id"], settings.request_timeout_s)
