@@ -70,14 +70,20 @@ def _facts(item: LoadedResults) -> list[str]:
     doc = item.document
     w = doc["workload"]
     rate = w.get("rate")
-    parts = [f"{w.get('partitions')} partitions",
-             "rate max" if rate is None else f"{rate:,.0f} msg/s"]
+    topics = w.get("topics") or []
+    if topics:  # a workload file: its topics replace the one-topic flags
+        partitions = sum(int(t.get("partitions", 0)) for t in topics if isinstance(t, dict))
+        parts = [f"{len(topics)} topics, {partitions:,} partitions"]
+    else:
+        parts = [f"{w.get('partitions')} partitions",
+                 "rate max" if rate is None else f"{rate:,.0f} msg/s"]
     if w.get("duration_s") is not None:
         parts.append(f"{w['duration_s']:g} s")
     if w.get("messages") is not None:
         parts.append(f"{w['messages']:,} messages")
-    parts.append(f"{w.get('message_size')}-byte values, keys {w.get('keys')}, "
-                 f"seed {w.get('seed')}")
+    if not topics:
+        parts.append(f"{w.get('message_size')}-byte values, keys {w.get('keys')}")
+    parts.append(f"seed {w.get('seed')}")
     if item.kind == "comparison":
         what = (f"comparison of {', '.join(doc['modes'])}, {doc['repeat']} round"
                 + ("s" if doc["repeat"] > 1 else ""))
@@ -120,6 +126,8 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
             from producer_core.request_log import read_request_log
 
             times = read_request_log(log).column("send_time_s").to_numpy()
+            if times.size == 0:  # mode librdkafka: the client reports totals only
+                continue
             label = _run_label(item, run)
             series[f"{_name(item)}: {label}" if len(loaded) > 1 else label] = times
     if series:
@@ -151,7 +159,7 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
             lines += [f"![{_CHART_TITLES[key]}]({link})", ""]
     if "requests_per_second" not in charts and charts:
         lines += ["(No per-request log in these results, so no requests-per-second chart: "
-                  "write results with --out DIR to keep one.)", ""]
+                  "write results with --out DIR to keep one; mode librdkafka has none.)", ""]
     return "\n".join(lines)
 
 

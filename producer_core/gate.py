@@ -143,7 +143,7 @@ class Verdict:
         if self.limit is None:
             return "-"
         text = f"{self.rule.op} {format_number(self.limit)}"
-        return f"{text} ({self.limit_detail})" if self.limit_detail else text
+        return f"{text} = {self.limit_detail}" if self.limit_detail else text
 
     def reason(self) -> str:
         """One sentence a person can act on."""
@@ -152,7 +152,7 @@ class Verdict:
             return f"rule {rule.number} ({rule.check}): {self.error}"
         measured = format_number(self.measured)  # type: ignore[arg-type]
         limit = format_number(self.limit)  # type: ignore[arg-type]
-        detail = f" ({self.limit_detail})" if self.limit_detail else ""
+        detail = f" = {self.limit_detail}" if self.limit_detail else ""
         verb = "holds" if self.passed else "fails"
         text = (f"rule {rule.number} {verb}: {rule.lhs} = {measured} is "
                 f"{'' if self.passed else 'not '}{rule.op} {limit}{detail}")
@@ -457,10 +457,9 @@ def evaluate(gates: Gates, results: MetricSource,
             else:
                 other = _resolve(rule.limit.metric, results, baseline)
                 verdict.limit = rule.limit.factor * other
-                verdict.limit_detail = (
-                    f"{rule.limit.metric} = {format_number(other)}" if rule.limit.factor == 1
-                    else f"{format_number(rule.limit.factor)} × {rule.limit.metric} "
-                         f"{format_number(other)}")
+                factor = "" if rule.limit.factor == 1 else (
+                    f"{format_number(rule.limit.factor)} × ")
+                verdict.limit_detail = f"{factor}{rule.limit.metric} ({format_number(other)})"
             verdict.passed = OPS[rule.op](verdict.measured, verdict.limit)
         except MetricError as exc:
             verdict.error = str(exc)

@@ -5,7 +5,8 @@ Columns (see README, 'Results directory'): ``send_time_s`` (seconds from the run
 ``rtt_ms`` (send -> response; null when no response came, e.g. acks=0 or a failure),
 ``reason`` (what triggered the send), ``linger_ms`` (oldest message's append -> send) and
 ``attempt`` (1, or higher for a request carrying a re-sent batch). Row count equals the
-run's ``requests_sent``.
+run's ``requests_sent``, except where the client reports only totals (mode librdkafka,
+``RunMetrics.client_counts``): then the log is empty.
 """
 
 from __future__ import annotations

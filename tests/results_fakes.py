@@ -1,0 +1,64 @@
+"""Synthetic Results for tests of the results format, reports and gates (no broker)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from producer_core.compare import compare, parse_mode_configs
+from producer_core.metrics import RequestRecord, Results, RunMetrics
+from producer_core.results_io import RunRecorder, add_facts
+from producer_core.workload import Workload
+
+WORKLOAD = {"topic": "t", "partitions": 8, "rate": 1000.0, "duration_s": 2.0,
+            "messages": None, "message_size": 100, "keys": 0, "seed": 1, "warmup_s": 0.0}
+
+# Per mode: (requests, records per request, latency scale in s)
+SHAPES = {"partition": (400, 5, 0.050), "broker": (20, 100, 0.120), "none": (1000, 2, 0.004)}
+
+
+def fake_results(mode: str, seed: int = 1, workload: dict | None = None) -> Results:
+    """A plausible run: requests spread over 2 s, exponential latencies, all acked."""
+    requests, per_request, scale = SHAPES[mode]
+    rng = np.random.default_rng(seed)
+    metrics = RunMetrics()
+    times = np.sort(rng.uniform(0.0, 2.0, requests))
+    for index, send_time in enumerate(times):
+        metrics.record_request(RequestRecord(
+            send_time_s=float(send_time), broker=1 + index % 2,
+            partitions=min(8, per_request), records=per_request, bytes=per_request * 140,
+            reason="linger" if index % 7 else "full", linger_ms=float(rng.uniform(0, 50)),
+            attempt=1 if index % 50 else 2,
+            rtt_ms=-1.0 if index == 3 else float(rng.uniform(1, 10)),
+        ))
+    messages = requests * per_request
+    metrics.messages_generated = metrics.messages_acked = messages
+    metrics.latency.record_seconds(rng.exponential(scale, messages))
+    metrics.generator_lag.record_seconds(rng.exponential(0.001, messages))
+    metrics.rtt.record_seconds(rng.uniform(0.001, 0.010, requests))
+    extra: dict = {"messages_intended": messages}
+    if mode == "broker":
+        extra["json"] = {"collector": {
+            "sends": requests, "sends_by_reason": {"broker_linger": requests, "flush": 0},
+            "partitions_per_send": {"mean": 8.0, "p50": 8.0, "max": 8.0},
+        }}
+    return Results(mode=mode, workload=dict(workload or WORKLOAD),
+                   settings={"linger.ms": 5, "acks": "1"}, bootstrap="127.0.0.1:9092",
+                   broker="test cluster", duration_s=2.0 + seed / 100, metrics=metrics,
+                   extra=extra)
+
+
+def fake_comparison(modes: tuple[str, ...] = ("partition", "broker"), repeat: int = 1,
+                    ) -> tuple[dict, list[Results]]:
+    """A compare-modes document built by the real compare(), over fake runs."""
+    seeds = iter(range(1, 1000))
+
+    def run_one(workload, settings, mode, bootstrap, progress):
+        return fake_results(mode, seed=next(seeds))
+
+    recorder = RunRecorder(run_one)
+    mode_runs = parse_mode_configs(list(modes), [], [], linger_ms=100)
+    document = compare(Workload(topic="t", partitions=8, rate=1000.0, duration_s=2.0),
+                       mode_runs, "127.0.0.1:9092", repeat=repeat, run_one=recorder)
+    document["broker"] = "test cluster"
+    add_facts(document, embedded=False, broker="test cluster")
+    return document, recorder.results
