@@ -365,7 +365,7 @@ def measure(index: int, name: str, bench: Any, args: argparse.Namespace) -> Meas
         f"broker RSS {rss}; broker stopped")
     if result.other_cpu_cores is not None and result.other_cpu_cores > BUSY_WARNING_CORES:
         log(f"    note: other processes used {result.other_cpu_cores:.2f} cores during this "
-            "measurement; its figures are lower than on an idle machine")
+            "measurement; its figures may be lower than on an idle machine")
     return result
 
 
@@ -386,7 +386,7 @@ def render(results: list[Measurement], args: argparse.Namespace) -> str:
         lines.append(
             "WARNING: other processes used CPU during " + ", ".join(
                 f"{r.name} ({r.other_cpu_cores:.2f} cores)" for r in busy)
-            + "; those figures and the ratios involving them are depressed. Rerun on an idle "
+            + "; those figures and the ratios involving them may be depressed. Rerun on an idle "
             "machine to compare."
         )
     lines.append("")
