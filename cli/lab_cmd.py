@@ -64,7 +64,7 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None) -> 
         )
     previous = {sig: signal.signal(sig, _raise_stop) for sig in _STOP_SIGNALS}
     try:
-        with Lab(brokers, rtt_ms, jitter_ms, base_port=base_port) as running:
+        with Lab(brokers, rtt_ms, jitter_ms, base_port=base_port, facade="thread") as running:
             write_state(_state_document(running))
             click.echo(running.bootstrap)
             for node, backend in zip(running.nodes, running.backends, strict=True):

@@ -4,7 +4,10 @@
         run(workload, settings, mode, lab.bootstrap)
         lab.request_counts(API_PRODUCE)   # {1: ..., 2: ..., 3: ...}
 
-The facade binds every node's port first (so a taken port fails before any broker
+The facade runs in a child process by default (``facade="thread"`` keeps it in this
+process, for a process that does nothing else, like `kbatch lab up`): a facade thread
+would share the interpreter lock with a busy engine and add its waits to every emulated
+round trip. It binds every node's port first (so a taken port fails before any broker
 starts, and no port can be stolen meanwhile), then the backends start; any failure or
 interruption on the way stops whatever already runs. ``stop()`` is idempotent and runs
 from ``__exit__``; the backends also carry EmbeddedBroker's own guarantees (atexit hook,
@@ -22,6 +25,7 @@ from producer_core.errors import BrokerError, UsageError
 from producer_core.lab.delay import DelayModel
 from producer_core.lab.facade import Facade
 from producer_core.lab.layout import Layout, Node
+from producer_core.lab.process import FacadeProcess
 
 MAX_BROKERS = 16
 """Each backend is a Tansu process (~15 MB, two runtime threads); more than this on one
@@ -55,16 +59,20 @@ class Lab:
         host: str = "127.0.0.1",
         assignment: Mapping[str, Sequence[int]] | None = None,
         seed: int | None = None,
+        facade: str = "process",
         backend_factory: Callable[[], EmbeddedBroker] | None = None,
     ) -> None:
         validate_shape(brokers, base_port)
+        if facade not in ("process", "thread"):
+            raise ValueError(f"facade must be 'process' or 'thread', not {facade!r}")
+        self._facade_kind = facade
         self.brokers = brokers
         self.base_port = base_port
         self.host = host
         self.delay = DelayModel(rtt_ms, jitter_ms, seed)
         self._assignment = assignment
         self._backend_factory = backend_factory or (lambda: EmbeddedBroker(host=host))
-        self._facade: Facade | None = None
+        self._facade: Facade | FacadeProcess | None = None
         self._backends: list[EmbeddedBroker] = []
         self.layout: Layout | None = None
 
@@ -76,7 +84,8 @@ class Lab:
         ports = None
         if self.base_port is not None:
             ports = [self.base_port + i for i in range(self.brokers)]
-        facade = Facade(self.brokers, self.delay, self.host, self._assignment)
+        kind = FacadeProcess if self._facade_kind == "process" else Facade
+        facade = kind(self.brokers, self.delay, self.host, self._assignment)
         self._facade = facade
         try:
             self.layout = facade.start(ports)
@@ -115,7 +124,7 @@ class Lab:
 
     # ------------------------------------------------------------------ views
 
-    def _running(self) -> tuple[Facade, Layout]:
+    def _running(self) -> tuple[Facade | FacadeProcess, Layout]:
         if self._facade is None or self.layout is None:
             raise BrokerError("The lab is not running; call start() first.")
         return self._facade, self.layout
@@ -139,8 +148,17 @@ class Lab:
         return [pid for pid in (b.pid for b in self._backends) if pid is not None]
 
     @property
+    def facade_pid(self) -> int | None:
+        """PID of the facade's child process (None when it runs as a thread here)."""
+        facade = self._facade
+        return facade.pid if isinstance(facade, FacadeProcess) else None
+
+    @property
     def running(self) -> bool:
-        return self._facade is not None and all(b.running for b in self._backends)
+        facade = self._facade
+        if facade is None or (isinstance(facade, FacadeProcess) and facade.pid is None):
+            return False
+        return all(b.running for b in self._backends)
 
     def leader(self, topic: str, partition: int) -> int:
         return self._running()[1].leader(topic, partition)

@@ -40,6 +40,7 @@ class DelayModel:
             )
         self.rtt_s = rtt_ms / 1000.0
         self.jitter_s = jitter_ms / 1000.0
+        self.seed = seed
         self._random = random.Random(seed)
 
     @property

@@ -33,6 +33,10 @@ from producer_core.lab.layout import Layout, Node
 
 _SIZE = struct.Struct(">i")
 MAX_FRAME_BYTES = 128 * 1024 * 1024
+#: StreamReader buffer limit: asyncio pauses reading at twice this, so with the 64 KiB
+#: default a 1 MB ProduceRequest arrives in many pause/resume rounds; large frames are
+#: the normal case here.
+_STREAM_LIMIT = 16 * 1024 * 1024
 
 
 @dataclass
@@ -220,6 +224,7 @@ class Facade:
                     server = await asyncio.start_server(
                         lambda r, w, n=node_id: self._accept(n, r, w),
                         self.host, port, backlog=1024, reuse_address=True,
+                        limit=_STREAM_LIMIT,
                     )
                 except OSError as exc:
                     if exc.errno == errno.EADDRINUSE:
@@ -301,7 +306,7 @@ class Facade:
                 if backend is not None:
                     break
                 await asyncio.sleep(0.05)  # the lab is still starting its backends
-            reader, writer = await asyncio.open_connection(*backend)
+            reader, writer = await asyncio.open_connection(*backend, limit=_STREAM_LIMIT)
             link = links[node_id] = _BackendLink(reader, writer)
         return link
 

@@ -134,12 +134,19 @@ def test_ports_in_use_are_named_and_nothing_is_left_running():
                 probe.bind(("127.0.0.1", taken + 1))
 
 
-def test_stop_leaves_no_process_and_no_listener():
-    lab = Lab(brokers=3).start()
+@pytest.mark.parametrize("facade", ["process", "thread"])
+def test_stop_leaves_no_process_and_no_listener(facade):
+    lab = Lab(brokers=3, facade=facade).start()
     pids, nodes = lab.pids, lab.nodes
-    assert len(pids) == 3
+    assert len(pids) == 3 and lab.running
+    if facade == "process":
+        assert lab.facade_pid is not None
+        pids.append(lab.facade_pid)
+    else:
+        assert lab.facade_pid is None
     lab.stop()
     lab.stop()  # idempotent
+    assert not lab.running
     time.sleep(0.2)
     for pid in pids:
         with pytest.raises(ProcessLookupError):
