@@ -180,10 +180,10 @@ class Lab:
 
     @property
     def description(self) -> str:
-        nodes = self.nodes
+        ids = "node 1" if self.brokers == 1 else f"nodes 1-{self.brokers}"
         return (
             f"lab of {self.brokers} embedded Tansu broker{'s' if self.brokers > 1 else ''} "
-            f"(nodes 1-{len(nodes)}, {self.delay.describe()}) at {self.bootstrap}"
+            f"({ids}, {self.delay.describe()}) at {self.bootstrap}"
         )
 
     def __repr__(self) -> str:
