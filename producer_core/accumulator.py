@@ -137,6 +137,7 @@ class Accumulator:
         intended: list[float],
         now: float,
         timestamp_ms: int,
+        headers: list[tuple[str, bytes | None]] = NO_HEADERS,
     ) -> list[tuple[int, int]]:
         """`append` for a whole generator pass: the same result, one call per pass.
 
@@ -159,12 +160,12 @@ class Accumulator:
                 batch = self._new_batch(slot, now)
                 events.append((slot, BECAME_NONEMPTY))
             ids = batch.ids
-            metadata = batch.builder.append(len(ids), timestamp_ms, key, value, NO_HEADERS)
+            metadata = batch.builder.append(len(ids), timestamp_ms, key, value, headers)
             if metadata is None:
                 batch.closed = True
                 batch = self._new_batch(slot, now)
                 ids = batch.ids
-                metadata = batch.builder.append(0, timestamp_ms, key, value, NO_HEADERS)
+                metadata = batch.builder.append(0, timestamp_ms, key, value, headers)
                 events.append((slot, BATCH_FILLED))
             ids.append(message_id)
             batch.intended.append(when)

@@ -9,7 +9,6 @@ partition go. Everything the run measured ends up in a `Results`.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -23,14 +22,13 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.config import ProducerSettings
 from producer_core.errors import BrokerError, UsageError
+from producer_core.generator import Generator
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
 from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.metrics import RequestRecord, Results, RunMetrics
 from producer_core.transport import Cluster
-from producer_core.workload import ID_BYTES, MessageSource, Workload
+from producer_core.workload import TopicSpec, Workload
 
-CHUNK = 1000
-"""Messages generated per pass before the loop lets responses in and polls the policy."""
 PROGRESS_INTERVAL_S = 0.25
 START_LEAD_S = 0.02
 """The schedule starts this long after setup, so message 0 is not already late."""
@@ -91,41 +89,55 @@ class Engine:
         self.topic_created = False
 
     # ----------------------------------------------------------------- setup
+    def _largest_record(self, spec: TopicSpec) -> int:
+        key = b"key-%d" % max(0, spec.keys.count - 1) if spec.keys.count else None
+        headers = list(spec.headers)
+        return DefaultRecordBatchBuilder.estimate_size_in_bytes(
+            key, bytes(spec.sizes.largest), headers)
+
     def _check_message_fits(self) -> None:
-        size = self.workload.message_size
-        key = b"key-%d" % max(0, self.workload.keys - 1) if self.workload.keys else None
-        record = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, bytes(size), [])
         limit = self.settings.max_request_size
-        if record + 256 > limit:
-            raise UsageError(
-                f"A message of {size} bytes needs about {record} bytes on the wire, which does "
-                f"not fit max.request.size={limit}. Lower --message-size or raise "
-                "max.request.size with -X max.request.size=N."
-            )
+        for spec in self.workload.topic_specs():
+            record = self._largest_record(spec)
+            if record + 256 > limit:
+                raise UsageError(
+                    f"A message of {spec.sizes.largest} bytes (topic {spec.name!r}) needs "
+                    f"about {record} bytes on the wire, which does not fit "
+                    f"max.request.size={limit}. Lower the message size or raise "
+                    "max.request.size with -X max.request.size=N."
+                )
 
     async def _setup(self) -> None:
         self._check_message_fits()
         await self.cluster.connect()
-        w = self.workload
-        self.topic_created = await self.cluster.ensure_topic(w.topic, w.partitions)
+        specs = self.workload.topic_specs()
+        self.slots: list[TopicPartition] = []
+        self.leaders: list[int] = []
+        first_slots = []
+        for spec in specs:
+            created = await self.cluster.ensure_topic(spec.name, spec.partitions)
+            self.topic_created = self.topic_created or created
         assert self.cluster.view is not None
-        self.leaders = list(self.cluster.view.leaders[w.topic])
-        self.slots = [TopicPartition(w.topic, p) for p in range(w.partitions)]
+        for spec in specs:
+            first_slots.append(len(self.slots))
+            self.slots.extend(TopicPartition(spec.name, p) for p in range(spec.partitions))
+            self.leaders.extend(self.cluster.view.leaders[spec.name])
         self.accumulator = Accumulator(
             self.slots, self.settings.batch_size, self.settings["compression.type"]
         )
         self.policy: LingerPolicy = make_policy(
             self.mode, self.accumulator, self.leaders, self.settings
         )
+        self.generator = Generator(self.workload, first_slots, self.accumulator, self.policy,
+                                   self.metrics)
+        self.slot_metrics = [self.metrics.topics[tp.topic] for tp in self.slots]
         for broker in set(self.leaders):
             await self.cluster.connection(broker)
             self._in_flight[broker] = 0
         self.blocked = BlockedGenerator(self.settings["max.block.ms"] / 1000.0, self.metrics)
         self.batch_memory: BatchMemory | None = None
         if self.mode == "java":  # Java's BufferPool: batch.size per batch until its response
-            key = b"key-%d" % max(0, w.keys - 1) if w.keys else None
-            record = DefaultRecordBatchBuilder.estimate_size_in_bytes(
-                key, bytes(w.message_size), [])
+            record = max(self._largest_record(spec) for spec in specs)
             self.batch_memory = BatchMemory(self.settings["buffer.memory"],
                                             max(self.settings.batch_size, record))
 
@@ -136,6 +148,8 @@ class Engine:
         try:
             self.start = self.loop.time() + START_LEAD_S
             self._warmup_until = self.start + self.workload.warmup_s
+            self.generator.begin(self.start)
+            self._intended = self.generator.intended_total()
             if self.on_progress is not None:
                 progress_task = asyncio.ensure_future(self._report_progress())
             await self._generate()
@@ -152,83 +166,33 @@ class Engine:
         return self._results(end)
 
     async def _generate(self) -> None:
-        w = self.workload
         loop = self.loop
-        acc_many = self.accumulator.append_many
-        on_append = self.policy.on_append
-        source = MessageSource(w)
-        pad = source.pad
-        small = w.message_size < ID_BYTES
-        partitions = w.partitions
-        keys, key_partitions = source.keys, source.key_partitions
-        key_rng = np.random.default_rng(w.seed)
-        rate = w.rate
-        interval = 1.0 / rate if rate else 0.0
-        total = w.total_messages
-        end_by_time = self.start + w.duration_s if w.duration_s is not None else None
+        generator = self.generator
         blocked_gen = self.blocked
-        start = self.start
-        index = 0
         while True:
             now = loop.time()
-            if rate is not None:
-                due = int((now - start) * rate) + 1 if now >= start else 0
-                if total is not None:
-                    due = min(due, total)
-            else:
-                over = end_by_time is not None and now >= end_by_time
-                due = index if over else index + CHUNK
-                if total is not None:
-                    due = min(due, total)
-            count = min(due - index, CHUNK)
-            exhausted = count > 0 and self._memory_full()
+            due = generator.due(now)
+            exhausted = due > 0 and self._memory_full()
             if exhausted:  # wait for memory; a message that waited max.block.ms fails
-                index += blocked_gen.wait(now, due - index)
-                self.metrics.messages_generated = index
-            elif count > 0:
+                failed = blocked_gen.wait(now, due)
+                if failed:
+                    generator.skip(failed, now, "max.block.ms")
+            elif due > 0:
                 blocked_gen.release(now)
             self.policy.set_memory_exhausted(exhausted)
-            if count > 0 and not exhausted:
-                timestamp_ms = int(time.time() * 1000)
-                ids = range(index, index + count)
-                if small:
-                    values = [source.value(i) for i in ids]
-                else:
-                    values = [i.to_bytes(ID_BYTES, "big") + pad for i in ids]
-                if keys:
-                    choice = key_rng.integers(0, len(keys), count).tolist()
-                    batch_keys = [keys[c] for c in choice]
-                    slots = [key_partitions[c] for c in choice]
-                else:
-                    batch_keys = None
-                    slots = [i % partitions for i in ids]
-                intended = [start + i * interval for i in ids] if rate else [now] * count
-                for slot, event in acc_many(slots, ids, batch_keys, values, intended, now,
-                                            timestamp_ms):
-                    on_append(slot, event, now)
-                if rate is not None:
-                    lags = now - np.asarray(intended)
-                    if self.workload.warmup_s:
-                        lags = lags[np.asarray(intended) >= self._warmup_until]
-                    self.metrics.generator_lag.record_seconds(lags)
-                index += count
-                self.metrics.messages_generated = index
+            if due > 0 and not exhausted:
+                generator.generate(now)
             self._dispatch(self.policy.poll(now, self._free_slots()))
-            finished = (total is not None and index >= total) or (
-                rate is not None and end_by_time is not None and total is None
-                and start + index * interval >= end_by_time
-            ) or (rate is None and due == index and end_by_time is not None
-                  and now >= end_by_time)
-            if finished:
+            if generator.finished(now):
                 blocked_gen.release(now)
                 return
             blocked = self._memory_full()
-            if (index < due or rate is None) and not blocked:
+            if not blocked and (generator.unthrottled or generator.due(loop.time()) > 0):
                 await asyncio.sleep(0)
                 continue
             wake = self.policy.next_wakeup()
-            next_due = start + index * interval if rate is not None else None
-            if blocked and (blocked_gen.blocked or rate is None):
+            next_due = generator.next_due()
+            if blocked and (blocked_gen.blocked or generator.unthrottled):
                 # blocked on memory: wait for a response to free some, or max.block.ms
                 next_due = blocked_gen.deadline()
             candidates = [t for t in (wake, next_due) if t is not None]
@@ -318,6 +282,7 @@ class Engine:
             linger_ms=(now - oldest) * 1000, attempt=attempt,
         )
         self.metrics.record_request(record)
+        self._count_topics(plan.batches)
         self._in_flight[plan.broker] += 1
         task = asyncio.ensure_future(future)
         self._tasks.add(task)
@@ -365,16 +330,35 @@ class Engine:
         if leader_trouble:
             self._schedule_refresh()
 
+    def _count_topics(self, batches: list[ProducerBatch]) -> None:
+        """Per-topic request figures: a request counts once for each topic it carries."""
+        seen = set()
+        for batch in batches:
+            topic = self.slot_metrics[batch.slot]
+            topic.records_sent += batch.record_count
+            topic.bytes_sent += batch.size_bytes()
+            if id(topic) not in seen:
+                seen.add(id(topic))
+                topic.requests += 1
+
     def _acknowledge_all(self, acknowledged: list[tuple[ProducerBatch, int]], now: float) -> None:
-        """Account acknowledged batches; one histogram pass per response, not per batch."""
+        """Account acknowledged batches; one histogram pass per response and topic."""
         if not acknowledged:
             return
-        intended = np.concatenate(
-            [np.frombuffer(batch.intended, dtype=np.float64) for batch, _ in acknowledged]
-        )
-        if self.workload.warmup_s:
-            intended = intended[intended >= self._warmup_until]
-        self.metrics.latency.record_seconds(now - intended)
+        by_topic: dict[int, list[np.ndarray]] = {}
+        for batch, _ in acknowledged:
+            topic = self.slot_metrics[batch.slot]
+            topic.acknowledged += batch.record_count
+            by_topic.setdefault(id(topic), []).append(
+                np.frombuffer(batch.intended, dtype=np.float64))
+        topics = {id(self.slot_metrics[b.slot]): self.slot_metrics[b.slot] for b, _ in acknowledged}
+        for key, arrays in by_topic.items():
+            intended = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+            if self.workload.warmup_s:
+                intended = intended[intended >= self._warmup_until]
+            latencies = now - intended
+            self.metrics.latency.record_seconds(latencies)
+            topics[key].latency.record_seconds(latencies)
         self._release_batches(len(acknowledged))
         for batch, offset in acknowledged:
             self.metrics.messages_acked += batch.record_count
@@ -390,6 +374,10 @@ class Engine:
         settings = self.settings
         for batch in batches:
             age = now - batch.created
+            final = (not retriable or batch.attempts > settings["retries"]
+                     or age + settings["retry.backoff.ms"] / 1000 > settings.delivery_timeout_s)
+            if final:
+                self.slot_metrics[batch.slot].failed += batch.record_count
             if not retriable:
                 self.metrics.fail(batch.record_count, reason)
                 self._release_batches(1)
@@ -420,8 +408,11 @@ class Engine:
     async def _refresh_leaders(self) -> None:
         """After leader errors or a lost connection: re-read leaders, reconnect, carry on."""
         try:
-            view = await self.cluster.refresh_metadata([self.workload.topic])
-            leaders = view.leaders.get(self.workload.topic, self.leaders)
+            names = [spec.name for spec in self.workload.topic_specs()]
+            view = await self.cluster.refresh_metadata(names)
+            leaders = [leader for name in names for leader in view.leaders.get(name, [])]
+            if len(leaders) != len(self.leaders):
+                raise BrokerError("metadata is missing partitions; asking again")
             for broker in set(leaders):
                 if broker >= 0:
                     await self.cluster.connection(broker)
@@ -450,7 +441,7 @@ class Engine:
                 in_flight_requests=sum(self._in_flight.values()),
                 requests_sent=len(m.requests),
                 p99_ms=m.latency.percentile_ms(99) if m.latency.count else 0.0,
-                target_messages=self.workload.total_messages,
+                target_messages=self._intended,
             ))
 
     def _results(self, end: float) -> Results:
@@ -474,7 +465,7 @@ class Engine:
                 "every message due meanwhile was delayed by it."
             )
         warnings.extend(self.settings.warnings)
-        extra: dict[str, Any] = {"messages_intended": self.workload.total_messages
+        extra: dict[str, Any] = {"messages_intended": self._intended
                                  or self.metrics.messages_generated}
         collector = self.policy.stats()
         if collector:

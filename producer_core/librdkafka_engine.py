@@ -41,8 +41,9 @@ import numpy as np
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
-from producer_core.engine import CHUNK, PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
+from producer_core.engine import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
 from producer_core.errors import ConfigError, UsageError
+from producer_core.generator import CHUNK
 from producer_core.memory import BlockedGenerator
 from producer_core.metrics import ClientCounts, Results, RunMetrics
 from producer_core.transport import Cluster

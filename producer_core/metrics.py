@@ -57,6 +57,37 @@ class ClientCounts:
 
 
 @dataclass
+class TopicMetrics:
+    """One topic's share of a run. A request carrying several topics counts once in the
+    run's `requests_sent` and once for each topic it carried here."""
+
+    requests: int = 0
+    records_sent: int = 0
+    bytes_sent: int = 0
+    generated: int = 0
+    acknowledged: int = 0
+    failed: int = 0
+    discarded: int = 0
+    discard_reasons: Counter[str] = field(default_factory=Counter)
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+
+    def to_dict(self, duration_s: float) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "records_sent": self.records_sent,
+            "bytes_sent": self.bytes_sent,
+            "msgs_per_req": round(self.records_sent / self.requests, 3) if self.requests else 0.0,
+            "messages": {
+                "sent": self.generated, "acknowledged": self.acknowledged,
+                "failed": self.failed, "discarded": self.discarded,
+                "discard_reasons": dict(self.discard_reasons),
+            },
+            "achieved_msgs_per_s": round(self.acknowledged / duration_s, 1) if duration_s else 0.0,
+            "latency": _summary(self.latency),
+        }
+
+
+@dataclass
 class RunMetrics:
     """Mutable counters the engine updates while it runs."""
 
@@ -79,6 +110,19 @@ class RunMetrics:
     blocked_episodes: int = 0
     client_counts: ClientCounts | None = None
     """Set instead of `requests` when per-request records are unknown (librdkafka)."""
+    topics: dict[str, TopicMetrics] = field(default_factory=dict)
+    """Per-topic figures, filled by the engine (in workload order)."""
+    messages_discarded: int = 0
+    discard_reasons: Counter[str] = field(default_factory=Counter)
+
+    def discard(self, topic: str, count: int, reason: str) -> None:
+        """Messages a mode chose not to send (Bruce's rate limit): counted, never lost."""
+        self.messages_discarded += count
+        self.discard_reasons[reason] += count
+        topic_metrics = self.topics.get(topic)
+        if topic_metrics is not None:
+            topic_metrics.discarded += count
+            topic_metrics.discard_reasons[reason] += count
 
     def record_request(self, record: RequestRecord) -> None:
         self.requests.append(record)
@@ -165,6 +209,8 @@ class Results:
                 "acknowledged": m.messages_acked,
                 "failed": m.messages_failed,
                 "failed_reasons": dict(m.failed_reasons),
+                "discarded": m.messages_discarded,
+                "discard_reasons": dict(m.discard_reasons),
             },
             "rate": {
                 "target_msgs_per_s": target,
@@ -185,6 +231,7 @@ class Results:
                 "linger_us": m.linger.encode(),
                 "rtt_us": m.rtt.encode(),
             },
+            "topics": {name: t.to_dict(self.duration_s) for name, t in m.topics.items()},
             "warnings": self.warnings,
             **self.extra.get("json", {}),
         }

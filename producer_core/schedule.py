@@ -104,6 +104,10 @@ class PiecewiseSchedule:
         out[pending] = math.inf
         return out
 
+    def pending(self, elapsed: float, limit: int) -> int:
+        """How many messages are due and not yet taken (at most `limit`)."""
+        return max(0, min(self.due_count(elapsed) - self.index, limit))
+
     def take(self, elapsed: float, limit: int) -> np.ndarray:
         due = self.due_count(elapsed)
         count = max(0, min(due - self.index, limit))
@@ -138,6 +142,13 @@ class PoissonSchedule:
         block = self._last + np.cumsum(gaps)
         self._last = float(block[-1])
         self._pending = np.concatenate([self._pending, block])
+
+    def pending(self, elapsed: float, limit: int) -> int:
+        cutoff = min(elapsed, self.horizon - 1e-12)
+        while self._pending.size == 0 or (self._pending[-1] <= cutoff
+                                          and self._pending.size < limit):
+            self._refill()
+        return min(int(np.searchsorted(self._pending, cutoff, side="right")), limit)
 
     def take(self, elapsed: float, limit: int) -> np.ndarray:
         cutoff = min(elapsed, self.horizon - 1e-12)

@@ -71,6 +71,18 @@ class LingerPolicy(ABC):
         """
         self.memory_exhausted = exhausted
 
+    def admit(self, topic_index: int, count: int, now: float) -> int:
+        """How many of `count` new messages of a topic may be sent (Bruce's rate limit);
+        the rest are discarded and counted. Other modes admit everything."""
+        return count
+
+    def keyless_slots(
+        self, topic_index: int, first_slot: int, partitions: int, sequences: range
+    ) -> list[int] | None:
+        """Slots for keyless messages, if the mode chooses them (Bruce picks per request);
+        None lets the engine spread them round-robin."""
+        return None
+
     def start_flush(self) -> None:
         """From now on everything queued is ready (end of run, close, explicit flush)."""
         self.flushing = True

@@ -29,7 +29,8 @@ def test_librdkafka_counts_latencies_and_wire_agree(counted_broker):
     total = workload.total_messages
     assert doc["mode"] == "librdkafka"
     assert doc["messages"] == {"intended": total, "sent": total, "acknowledged": total,
-                               "failed": 0, "failed_reasons": {}}
+                               "failed": 0, "failed_reasons": {}, "discarded": 0,
+                               "discard_reasons": {}}
     # librdkafka's own count of Produce requests is the wire's
     assert results.requests_sent == proxy.produce_requests
     assert sum(doc["requests_by_broker"].values()) == results.requests_sent
