@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -34,5 +35,14 @@ def friendly_errors(func: F) -> F:
         except KeyboardInterrupt:
             click.echo("Interrupted: the run was stopped and its broker shut down.", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except Exception as exc:  # a bug, not bad input: say so in one paragraph
+            if os.environ.get("KBATCH_DEBUG"):
+                raise
+            click.echo(
+                f"Internal error: {type(exc).__name__}: {exc}. This is a bug in kbatch, not in "
+                "your input; run again with KBATCH_DEBUG=1 to see the traceback, and report it.",
+                err=True,
+            )
+            sys.exit(EXIT_RUNTIME)
 
     return wrapper  # type: ignore[return-value]

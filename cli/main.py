@@ -23,10 +23,12 @@ from cli.options import (
 from cli.render import (
     comparison_table,
     console,
+    describe_topics,
     live_progress,
     out,
     print_warnings,
     summary_table,
+    topics_table,
 )
 from cli.report_cmd import report
 from producer_core.brokers import broker_target
@@ -93,7 +95,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     settings = settings_from_flags(overrides, mode)
     workload = workload_from_flags(**workload_flags)
     with broker_target(bootstrap_servers, **shape) as target:
-        console.print(f"Producing to {target.description}, topic {workload.topic!r}, "
+        console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                       f"mode {mode}.")
         with live_progress(f"[{mode}]", progress) as on_progress, warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -102,6 +104,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     payload = results.to_dict()
     add_facts(payload, target.embedded)
     out.print(summary_table(payload))
+    if len(payload.get("topics", {})) > 1:
+        out.print(topics_table(payload))
     print_warnings(payload)
     if json_path is not None:
         write_json(json_path, payload)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import click
@@ -11,6 +13,7 @@ import click
 from producer_core.config import ProducerSettings, build_settings, parse_assignment
 from producer_core.errors import UsageError
 from producer_core.workload import Workload
+from producer_core.workload_file import load_workload
 
 
 class RateType(click.ParamType):
@@ -38,6 +41,12 @@ class RateType(click.ParamType):
 def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The one-topic workload flags, shared by `produce` and `compare-modes`."""
     options = [
+        click.option("--workload", "workload_file", default=None,
+                     type=click.Path(dir_okay=False, path_type=Path),
+                     help="A workload file (YAML) of one or more topics with rate profiles, "
+                          "key and size distributions; see README 'Workload files'. "
+                          "--duration, --messages, --seed and --warmup override its run-wide "
+                          "values; the one-topic options cannot be combined with it."),
         click.option("--topic", default=None,
                      help="Topic to produce to. Default: kbatch-<unix time> (a fresh topic)."),
         click.option("--partitions", type=click.IntRange(1, 100_000), default=16,
@@ -66,10 +75,41 @@ def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+ONE_TOPIC_FLAGS = ("topic", "partitions", "rate", "message_size", "keys")
+RUN_WIDE_FLAGS = {"duration": "duration_s", "messages": "messages", "seed": "seed",
+                  "warmup": "warmup_s"}
+
+
+def _explicit(name: str) -> bool:
+    context = click.get_current_context(silent=True)
+    if context is None:
+        return False
+    source = context.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def workload_from_file(path: Path, flags: dict[str, Any]) -> Workload:
+    """A workload file, with the run-wide options the user gave on the command line."""
+    clashing = [f"--{name.replace('_', '-')}" for name in ONE_TOPIC_FLAGS if _explicit(name)]
+    if clashing:
+        raise UsageError(
+            f"{', '.join(clashing)} cannot be combined with --workload: the file describes the "
+            "topics. Edit the file, or drop --workload to describe one topic with options."
+        )
+    workload = load_workload(path)
+    overrides = {field: flags[flag] for flag, field in RUN_WIDE_FLAGS.items()
+                 if _explicit(flag)}
+    return replace(workload, **overrides) if overrides else workload
+
+
 def workload_from_flags(
-    topic: str | None, partitions: int, rate: float | None, duration: float | None,
-    messages: int | None, message_size: int, keys: int, seed: int, warmup: float,
+    workload_file: Path | None, topic: str | None, partitions: int, rate: float | None,
+    duration: float | None, messages: int | None, message_size: int, keys: int, seed: int,
+    warmup: float,
 ) -> Workload:
+    if workload_file is not None:
+        return workload_from_file(workload_file, {
+            "duration": duration, "messages": messages, "seed": seed, "warmup": warmup})
     if duration is None and messages is None:
         duration = 10.0
     if rate is None and duration is None and messages is None:

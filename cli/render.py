@@ -131,3 +131,31 @@ def comparison_table(document: dict[str, Any]) -> Table:
                                        summary[mode][metric]["median"]))
         table.add_row(*row)
     return table
+
+
+def describe_topics(workload: Any) -> str:
+    """`topic 'x'`, or `3 topics (a, b, c)` / `50 topics (a, b, ... z)` for a workload file."""
+    names = [t.name for t in workload.topic_specs()]
+    if len(names) == 1:
+        return f"topic {names[0]!r}"
+    shown = ", ".join(names) if len(names) <= 4 else f"{', '.join(names[:3])}, ... {names[-1]}"
+    return f"{len(names)} topics ({shown})"
+
+
+def topics_table(result: dict[str, Any], limit: int = 60) -> Table:
+    """Per-topic figures of a multi-topic run (requests count once per topic carried)."""
+    table = Table(title="per topic (a request carrying several topics counts for each)")
+    for name in ("topic", "requests", "msgs/req", "acked", "failed", "discarded", "rate/s",
+                 "p50 ms", "p99 ms"):
+        table.add_column(name, justify="left" if name == "topic" else "right",
+                         no_wrap=name == "topic")
+    topics = sorted(result["topics"].items(), key=lambda kv: -kv[1]["records_sent"])
+    for name, t in topics[:limit]:
+        m = t["messages"]
+        table.add_row(name, f"{t['requests']:,}", f"{t['msgs_per_req']:,.1f}",
+                      f"{m['acknowledged']:,}", f"{m['failed']:,}", f"{m['discarded']:,}",
+                      f"{t['achieved_msgs_per_s']:,.0f}", _ms(t["latency"]["p50_ms"]),
+                      _ms(t["latency"]["p99_ms"]))
+    if len(topics) > limit:
+        table.caption = f"{len(topics) - limit} more topics in the JSON"
+    return table

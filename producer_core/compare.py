@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from producer_core.config import ProducerSettings, build_settings
@@ -102,9 +102,9 @@ def compare(
     runs: list[dict[str, Any]] = []
     for round_index in range(repeat):
         for mode_run in mode_runs:
-            topic = f"{workload.topic}-{mode_run.mode}-{round_index + 1}"
+            suffix = f"-{mode_run.mode}-{round_index + 1}"
             progress = on_start(mode_run.mode, round_index) if on_start else None
-            results = run_one(replace(workload, topic=topic), mode_run.settings,
+            results = run_one(workload.with_topic_suffix(suffix), mode_run.settings,
                               mode_run.mode, bootstrap, progress)
             document = results.to_dict()
             document["round"] = round_index + 1

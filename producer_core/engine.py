@@ -117,6 +117,7 @@ class Engine:
         for spec in specs:
             created = await self.cluster.ensure_topic(spec.name, spec.partitions)
             self.topic_created = self.topic_created or created
+        await self.cluster.refresh_metadata([spec.name for spec in specs])
         assert self.cluster.view is not None
         for spec in specs:
             first_slots.append(len(self.slots))

@@ -114,3 +114,27 @@ def test_ctrl_c_stops_the_run_and_its_broker():
     assert "Traceback" not in stderr
     time.sleep(0.5)
     assert not any(alive(pid) for pid in brokers), "the broker outlived kbatch"
+
+
+def test_workload_file_errors_are_usage_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("duration_s: 5\ntopics:\n  - name: a\n    partitions: -1\n    rate: max\n")
+    proc = kbatch("produce", "--workload", str(bad), timeout=30)
+    assert proc.returncode == 2
+    assert f"{bad}:4: topics[0].partitions" in proc.stderr and "Traceback" not in proc.stderr
+    proc = kbatch("produce", "--workload", str(bad), "--partitions", "3", timeout=30)
+    assert proc.returncode == 2 and "cannot be combined with --workload" in proc.stderr
+
+
+@pytest.mark.broker
+def test_produce_workload_file_reports_per_topic(tmp_path):
+    out = tmp_path / "run.json"
+    proc = kbatch("produce", "--workload", str(ROOT / "workloads" / "bursts-and-ramps.yaml"),
+                  "--duration", "2", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert set(result["topics"]) == {"ramp", "bursty", "arrivals"}
+    assert result["workload"]["duration_s"] == 2
+    assert sum(t["messages"]["acknowledged"] for t in result["topics"].values()) == result[
+        "messages"]["acknowledged"] > 0
+    assert "per topic" in proc.stdout
