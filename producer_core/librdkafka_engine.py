@@ -1,11 +1,14 @@
 """Mode `librdkafka`: the real client beside kbatch's engine, on the same workload.
 
-confluent-kafka's `Producer` (librdkafka) is driven by the same generator as the in-repo
-engine: message `i` is intended at `start + i / rate`, its value is the 8-byte
-big-endian id plus the seeded pad, its key and partition come from the same
-`MessageSource` and murmur2 table, and the partition is passed explicitly to `produce`,
-so both engines send identical messages to identical partitions. Latency is taken in
-the delivery callback from the intended send time, exactly as the engine does.
+confluent-kafka's `Producer` (librdkafka) is driven by the engine's own `Generator`: the
+same schedules (message `k` of a topic intended where its rate's integral reaches `k`),
+the same message ids, values, keys and headers (`TopicSource`), and the same partitions,
+passed explicitly to `produce` (round-robin for keyless messages, murmur2 for keys), so
+both send identical messages to identical partitions. Instead of an accumulator, the
+generator appends into `_ProduceSink`, which hands each message to `produce`. Latency is
+taken in the delivery callback from the intended send time, exactly as the engine does.
+When librdkafka's queue is full (`BufferError`) the generator blocks, polling, for at most
+`max.block.ms` per message, then counts that message as failed, as Java's `send()` does.
 
 What librdkafka does not tell per request, kbatch does not invent: `requests_sent` is the
 sum of `brokers[*].req.Produce` from librdkafka's statistics (`stats_cb`), read after
@@ -31,7 +34,6 @@ import logging
 import math
 import threading
 import time
-from array import array
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -43,11 +45,11 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
 from producer_core.engine import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
 from producer_core.errors import ConfigError, UsageError
-from producer_core.generator import CHUNK
+from producer_core.generator import Generator
 from producer_core.memory import BlockedGenerator
-from producer_core.metrics import ClientCounts, Results, RunMetrics
+from producer_core.metrics import ClientCounts, Results, RunMetrics, TopicMetrics
 from producer_core.transport import Cluster
-from producer_core.workload import ID_BYTES, MessageSource, Workload
+from producer_core.workload import TopicSpec, Workload
 
 STATS_INTERVAL_MS = 1000
 """librdkafka statistics interval; the run ends with one more interval after the last ack."""
@@ -78,6 +80,71 @@ def librdkafka_config(settings: ProducerSettings) -> tuple[dict[str, Any], dict[
     return config, used
 
 
+class _NoPolicy:
+    """The generator's policy hooks, neutral: librdkafka decides what to send itself."""
+
+    def admit(self, topic_index: int, count: int, now: float) -> int:
+        return count
+
+    def keyless_slots(self, topic_index: int, first_slot: int, partitions: int,
+                      sequences: range) -> list[int] | None:
+        return None
+
+    def on_append(self, slot: int, event: int, now: float) -> None:
+        pass
+
+
+class _ProduceSink:
+    """Takes the generator's appends (the accumulator's `append_many`) and produces them."""
+
+    def __init__(self, run: LibrdkafkaRun, producer: Any) -> None:
+        self.run = run
+        self.producer = producer
+
+    def append_many(self, slots: list[int], message_ids: range, keys: list[bytes] | None,
+                    values: list[bytes], intended: list[float], now: float,
+                    timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None,
+                    ) -> list[tuple[int, int]]:
+        from confluent_kafka import KafkaException
+
+        run = self.run
+        produce, poll = self.producer.produce, self.producer.poll
+        blocked, clock, delivered = run.blocked, run.clock, run._delivered
+        targets = run.targets
+        headers = headers or None
+        key_iter = keys if keys is not None else [None] * len(values)
+        for slot, message_id, key, value, when in zip(
+                slots, message_ids, key_iter, values, intended, strict=True):
+            topic, partition = targets[slot]
+            callback = partial(delivered, slot, message_id, when)
+            while True:
+                try:
+                    if headers is None:
+                        produce(topic, value, key, partition, on_delivery=callback,
+                                timestamp=timestamp_ms)
+                    else:
+                        produce(topic, value, key, partition, on_delivery=callback,
+                                timestamp=timestamp_ms, headers=headers)
+                except BufferError:  # queue.buffering.max.* reached: block, like Java
+                    t = clock()
+                    if blocked.wait(t, 1):  # max.block.ms ran out: this message fails
+                        run.topic_of[slot].failed += 1
+                        break
+                    poll(min(max((blocked.deadline() or t) - t, 0.001), 0.01))
+                    run._collect()
+                    if run.stop.is_set():
+                        return []
+                    continue
+                except KafkaException as exc:  # refused at once: it fails, with its reason
+                    run.metrics.fail(1, exc.args[0].name())
+                    run.topic_of[slot].failed += 1
+                    break
+                if blocked.blocked:
+                    blocked.release(clock())
+                break
+        return []
+
+
 class LibrdkafkaRun:
     """One run of one workload through confluent-kafka's Producer."""
 
@@ -99,16 +166,26 @@ class LibrdkafkaRun:
         self.clock = time.monotonic
         self.start = 0.0
         self._warmup_until = 0.0
-        self._interval = 1.0 / workload.rate if workload.rate else 0.0
-        self._append_times = array("d")  # unthrottled runs: append time per message id
-        self._latencies: list[float] = []
+        self.specs = workload.topic_specs()
+        self.targets: list[tuple[str, int]] = []  # slot -> (topic, partition), as the engine
+        self.first_slots: list[int] = []
+        for spec in self.specs:
+            self.first_slots.append(len(self.targets))
+            self.targets.extend((spec.name, p) for p in range(spec.partitions))
+        for spec in self.specs:
+            self.metrics.topics.setdefault(spec.name, TopicMetrics())
+        self.topic_of = [self.metrics.topics[topic] for topic, _ in self.targets]
+        self.blocked = BlockedGenerator(settings["max.block.ms"] / 1000.0, self.metrics,
+                                        QUEUE_FULL_REASON)
+        self._latencies: dict[int, list[float]] = {}  # slot -> latencies not yet recorded
+        self._intended: int | None = None
         self._last_delivery = 0.0
         self._stats_seen = 0
         self._produce_requests: dict[int, int] = {}
         self._retries: dict[int, int] = {}
-        self._batches = 0
-        self._batch_records = 0
-        self._batch_bytes = 0
+        self._batches: Counter[str] = Counter()  # topic -> partition batches built
+        self._batch_records: Counter[str] = Counter()
+        self._batch_bytes: Counter[str] = Counter()
         self._batch_p50: list[tuple[int, float]] = []
         self._batch_max = 0.0
         self._errors: Counter[str] = Counter()
@@ -127,7 +204,6 @@ class LibrdkafkaRun:
             "bootstrap.servers": self.bootstrap,
             "statistics.interval.ms": STATS_INTERVAL_MS,
             "stats_cb": self._on_stats,
-            "on_delivery": self._on_delivery,
             "error_cb": self._on_error,
             "logger": _log,
             **self.config,
@@ -140,22 +216,18 @@ class LibrdkafkaRun:
             ) from None
 
     # ------------------------------------------------------------ callbacks
-    def _on_delivery(self, err: Any, msg: Any) -> None:
-        self._delivered(int.from_bytes(msg.value()[:ID_BYTES], "big"), err, msg)
-
-    def _delivered(self, message_id: int, err: Any, msg: Any) -> None:
+    def _delivered(self, slot: int, message_id: int, intended: float, err: Any,
+                   msg: Any) -> None:
         now = self.clock()
         self._last_delivery = now
         if err is not None:
             self.metrics.fail(1, err.name())
+            self.topic_of[slot].failed += 1
             return
         self.metrics.messages_acked += 1
-        if self.workload.rate:
-            intended = self.start + message_id * self._interval
-        else:
-            intended = self._append_times[message_id]
+        self.topic_of[slot].acknowledged += 1
         if intended >= self._warmup_until:
-            self._latencies.append(now - intended)
+            self._latencies.setdefault(slot, []).append(now - intended)
         if self.deliveries is not None:
             self.deliveries.append(
                 Delivery(msg.topic(), msg.partition(), msg.offset(), [message_id]))
@@ -173,13 +245,15 @@ class LibrdkafkaRun:
             produced = broker.get("req", {}).get("Produce", 0)
             self._produce_requests[node] = max(self._produce_requests.get(node, 0), produced)
             self._retries[node] = max(self._retries.get(node, 0), broker.get("txretries", 0))
-        topic = stats.get("topics", {}).get(self.workload.topic)
-        if topic:  # windows restart at every emit: the sum over emits is the run's total
+        for name, topic in stats.get("topics", {}).items():
+            if name not in self.metrics.topics:
+                continue
+            # windows restart at every emit: the sum over emits is the run's total
             count, size = topic["batchcnt"], topic["batchsize"]
             if count["cnt"]:
-                self._batches += count["cnt"]
-                self._batch_records += count["sum"]
-                self._batch_bytes += size["sum"]
+                self._batches[name] += count["cnt"]
+                self._batch_records[name] += count["sum"]
+                self._batch_bytes[name] += size["sum"]
                 self._batch_p50.append((size["cnt"], float(size["p50"])))
                 self._batch_max = max(self._batch_max, float(size["max"]))
 
@@ -187,10 +261,15 @@ class LibrdkafkaRun:
     def run(self) -> Results:
         producer = self._producer()
         try:
+            generator = Generator(self.workload, self.first_slots,
+                                  _ProduceSink(self, producer),  # type: ignore[arg-type]
+                                  _NoPolicy(), self.metrics)  # type: ignore[arg-type]
             self.start = self.clock() + START_LEAD_S
             self._warmup_until = self.start + self.workload.warmup_s
             self._last_progress = self.start
-            self._generate(producer)
+            generator.begin(self.start)
+            self._intended = generator.intended_total()
+            self._generate(generator, producer)
             end = self._drain(producer)
             self._final_stats(producer)
         finally:
@@ -201,10 +280,16 @@ class LibrdkafkaRun:
         return self._results(end)
 
     def _collect(self) -> None:
-        """Move latencies taken in callbacks into the histogram; report progress."""
+        """Move latencies taken in callbacks into the histograms; report progress."""
         if self._latencies:
-            self.metrics.latency.record_seconds(np.asarray(self._latencies))
-            self._latencies.clear()
+            by_topic: dict[str, list[float]] = {}
+            for slot, values in self._latencies.items():
+                by_topic.setdefault(self.targets[slot][0], []).extend(values)
+            self._latencies = {}
+            for topic, values in by_topic.items():
+                array = np.asarray(values)
+                self.metrics.latency.record_seconds(array)
+                self.metrics.topics[topic].latency.record_seconds(array)
         now = self.clock()
         if self.on_progress is not None and now - self._last_progress >= PROGRESS_INTERVAL_S:
             self._last_progress = now
@@ -214,105 +299,26 @@ class LibrdkafkaRun:
                 acknowledged=m.messages_acked, failed=m.messages_failed,
                 in_flight_requests=0, requests_sent=sum(self._produce_requests.values()),
                 p99_ms=m.latency.percentile_ms(99) if m.latency.count else 0.0,
-                target_messages=self.workload.total_messages,
+                target_messages=self._intended,
             ))
 
-    def _generate(self, producer: Any) -> None:
-        from confluent_kafka import KafkaException
-
-        w = self.workload
-        clock = self.clock
-        produce, poll = producer.produce, producer.poll
-        topic = w.topic
-        source = MessageSource(w)
-        pad = source.pad
-        small = w.message_size < ID_BYTES
-        partitions = w.partitions
-        keys, key_partitions = source.keys, source.key_partitions
-        key_rng = np.random.default_rng(w.seed)
-        carry: list[int] = []  # key choices drawn for messages not produced yet
-        rate = w.rate
-        interval = self._interval
-        total = w.total_messages
-        start = self.start
-        end_by_time = start + w.duration_s if w.duration_s is not None else None
-        blocked = BlockedGenerator(self.settings["max.block.ms"] / 1000.0, self.metrics,
-                                   QUEUE_FULL_REASON)
-        index = 0
+    def _generate(self, generator: Generator, producer: Any) -> None:
+        """The engine's generator loop, with librdkafka's `poll` as the only wait."""
+        clock, poll = self.clock, producer.poll
         while not self.stop.is_set():
             now = clock()
-            if rate is not None:
-                due = int((now - start) * rate) + 1 if now >= start else 0
-                if total is not None:
-                    due = min(due, total)
-            else:
-                over = end_by_time is not None and now >= end_by_time
-                due = index if over else index + CHUNK
-                if total is not None:
-                    due = min(due, total)
-            count = min(due - index, CHUNK)
-            if count > 0:
-                ids = range(index, index + count)
-                if small:
-                    values = [source.value(i) for i in ids]
-                else:
-                    values = [i.to_bytes(ID_BYTES, "big") + pad for i in ids]
-                if keys:
-                    if len(carry) < count:
-                        carry += key_rng.integers(0, len(keys), count - len(carry)).tolist()
-                    choice = carry[:count]
-                    batch_keys = [keys[c] for c in choice]
-                    slots = [key_partitions[c] for c in choice]
-                else:
-                    batch_keys = [None] * count
-                    slots = [i % partitions for i in ids]
-                appended = 0
-                for message_id, value, key, slot in zip(ids, values, batch_keys, slots,
-                                                        strict=True):
-                    try:
-                        if small:
-                            produce(topic, value, key, slot,
-                                    partial(self._delivered, message_id))
-                        else:
-                            produce(topic, value, key, slot)
-                    except BufferError:  # queue.buffering.max.* reached: wait, like Java
-                        break
-                    except KafkaException as exc:  # refused at once: it fails, with its reason
-                        self.metrics.fail(1, exc.args[0].name())
-                    appended += 1
-                if appended:
-                    blocked.release(now)
-                    if keys:
-                        del carry[:appended]
-                    if rate is not None:
-                        intended = start + np.arange(index, index + appended) * interval
-                        if w.warmup_s:
-                            intended = intended[intended >= self._warmup_until]
-                        self.metrics.generator_lag.record_seconds(now - intended)
-                    else:
-                        self._append_times.extend([now] * appended)
-                    index += appended
-                if appended < count:  # the queue is full: a message that waited too long fails
-                    failed = blocked.wait(clock(), due - index)
-                    if failed and rate is None:
-                        self._append_times.extend([now] * failed)
-                    index += failed
-                self.metrics.messages_generated = index
+            if generator.due(now) > 0:
+                generator.generate(now)
             poll(0)
             self._collect()
-            finished = (total is not None and index >= total) or (
-                rate is not None and end_by_time is not None and total is None
-                and start + index * interval >= end_by_time
-            ) or (rate is None and due == index and end_by_time is not None
-                  and now >= end_by_time)
-            if finished:
-                blocked.release(clock())
+            if generator.finished(clock()):
+                self.blocked.release(clock())
                 return
-            if blocked.blocked:
-                deadline = blocked.deadline() or 0.0
-                poll(min(max(deadline - clock(), 0.001), 0.01))
-            elif rate is not None and index >= due:
-                poll(min(max(start + index * interval - clock(), 0.001), 0.05))
+            if generator.unthrottled or generator.due(clock()) > 0:
+                continue
+            next_due = generator.next_due()
+            wait = 0.05 if next_due is None else next_due - clock()
+            poll(min(max(wait, 0.001), 0.05))
 
     def _drain(self, producer: Any) -> float:
         """Flush (librdkafka then sends at once, ignoring linger.ms, as the engine's flush
@@ -340,12 +346,18 @@ class LibrdkafkaRun:
         requests = sum(self._produce_requests.values())
         m.requests_by_broker.update(self._produce_requests)
         m.retried_requests = sum(self._retries.values())
-        m.records_sent = self._batch_records
-        m.bytes_sent = self._batch_bytes
+        m.records_sent = sum(self._batch_records.values())
+        m.bytes_sent = sum(self._batch_bytes.values())
+        batches = sum(self._batches.values())
         m.client_counts = ClientCounts(
-            requests=requests, batches=self._batches,
+            requests=requests, batches=batches,
             batch_bytes_p50=_weighted_median(self._batch_p50), batch_bytes_max=self._batch_max,
         )
+        for name, topic in m.topics.items():
+            # with one partition per request, a topic's requests are its batches
+            topic.requests = self._batches[name] if batches == requests else 0
+            topic.records_sent = self._batch_records[name]
+            topic.bytes_sent = self._batch_bytes[name]
         warnings = []
         lag = m.generator_lag
         if lag.count and lag.percentile_ms(99) > max(10.0, 0.05 * 1000 * (
@@ -365,10 +377,11 @@ class LibrdkafkaRun:
             )
         if self._errors:
             warnings.append(f"librdkafka reported errors: {dict(self._errors)}.")
-        if self._batches != requests:
+        if batches != requests:
             warnings.append(
-                f"librdkafka built {self._batches} partition batches in {requests} Produce "
-                "requests: partitions and bytes per request show only their means."
+                f"librdkafka built {batches} partition batches in {requests} Produce "
+                "requests: partitions and bytes per request show only their means, and "
+                "per-topic request counts are unknown (0)."
             )
         from confluent_kafka import libversion
 
@@ -382,14 +395,14 @@ class LibrdkafkaRun:
             metrics=m,
             warnings=warnings,
             extra={
-                "messages_intended": self.workload.total_messages or m.messages_generated,
+                "messages_intended": self._intended or m.messages_generated,
                 "json": {"librdkafka": {
                     "version": libversion()[0],
                     "config": dict(self.config),
                     "statistics_interval_ms": STATS_INTERVAL_MS,
                     "produce_requests_by_broker": {
                         str(k): v for k, v in sorted(self._produce_requests.items())},
-                    "batches": self._batches,
+                    "batches": batches,
                 }},
             },
         )
@@ -409,18 +422,20 @@ def _weighted_median(points: list[tuple[int, float]]) -> float:
     return points[-1][1]
 
 
-def _check_message_fits(workload: Workload, settings: ProducerSettings) -> None:
-    """The engine's check, against librdkafka's request limit."""
-    size = workload.message_size
-    key = b"key-%d" % max(0, workload.keys - 1) if workload.keys else None
-    record = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, bytes(size), [])
+def _check_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings) -> None:
+    """The engine's check, against librdkafka's request limit (message.max.bytes)."""
     limit = settings.max_request_size if "max.request.size" in settings.explicit else 1_000_000
-    if record + 256 > limit:
-        raise UsageError(
-            f"A message of {size} bytes needs about {record} bytes on the wire, which does "
-            f"not fit librdkafka's message.max.bytes={limit}. Lower --message-size or raise "
-            "it with -X max.request.size=N."
-        )
+    for spec in specs:
+        key = b"key-%d" % max(0, spec.keys.count - 1) if spec.keys.count else None
+        record = DefaultRecordBatchBuilder.estimate_size_in_bytes(
+            key, bytes(spec.sizes.largest), list(spec.headers))
+        if record + 256 > limit:
+            raise UsageError(
+                f"A message of {spec.sizes.largest} bytes (topic {spec.name!r}) needs about "
+                f"{record} bytes on the wire, which does not fit librdkafka's "
+                f"message.max.bytes={limit}. Lower the message size or raise it with "
+                "-X max.request.size=N."
+            )
 
 
 async def run_async(
@@ -432,18 +447,13 @@ async def run_async(
     deliveries: list[Delivery] | None = None,
 ) -> Results:
     """Run one workload through librdkafka; the same call and Results as the engine's."""
-    if getattr(workload, "topics", ()):
-        raise UsageError(
-            "Mode librdkafka runs the command line's one-topic workload (--topic, "
-            "--partitions, --rate, --keys, --message-size); workload files with topics are "
-            "not supported in this mode."
-        )
-    _check_message_fits(workload, settings)
+    _check_message_fits(workload.topic_specs(), settings)
     runner = LibrdkafkaRun(workload, settings, bootstrap, on_progress, deliveries)
     cluster = Cluster(bootstrap, settings["client.id"], settings.request_timeout_s)
     try:
         await cluster.connect()
-        await cluster.ensure_topic(workload.topic, workload.partitions)
+        for spec in runner.specs:
+            await cluster.ensure_topic(spec.name, spec.partitions)
     finally:
         await cluster.close()
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -60,3 +61,18 @@ def test_librdkafka_counts_latencies_and_wire_agree(counted_broker):
         for offset, message_id, key in records:
             assert reported[message_id] == (partition, offset)
             assert expected_partition[key] == partition
+
+
+def test_librdkafka_sends_the_engines_messages_to_the_same_partitions(tansu_broker):
+    base = Workload(topic="same", partitions=6, rate=4000, messages=800, duration_s=None,
+                    keys=25, message_size=40)
+    stored = {}
+    for mode in ("partition", "librdkafka"):
+        workload = replace(base, topic=f"same-{mode}")
+        results = run(workload, build_settings(mode=mode), mode, tansu_broker.bootstrap)
+        assert results.metrics.messages_acked == 800
+        found = asyncio.run(read_all(tansu_broker.bootstrap, workload.topic, 6, expected=800))
+        stored[mode] = {mid: (partition, key)
+                        for partition, records in found.items() for _, mid, key in records}
+    assert len(stored["partition"]) == 800
+    assert stored["librdkafka"] == stored["partition"]
