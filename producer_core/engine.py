@@ -127,7 +127,7 @@ class Engine:
             self.slots, self.settings.batch_size, self.settings["compression.type"]
         )
         self.policy: LingerPolicy = make_policy(
-            self.mode, self.accumulator, self.leaders, self.settings
+            self.mode, self.accumulator, self.leaders, self.settings, specs
         )
         self.generator = Generator(self.workload, first_slots, self.accumulator, self.policy,
                                    self.metrics)
@@ -257,6 +257,7 @@ class Engine:
         records = size = 0
         attempt = 0
         oldest = now
+        lingers: list[float] = []
         for batch in plan.batches:
             tp = self.slots[batch.slot]
             payload = batch.seal()
@@ -266,6 +267,8 @@ class Engine:
             batch.attempts += 1
             attempt = max(attempt, batch.attempts)
             oldest = min(oldest, batch.created)
+            if batch.attempts == 1:
+                lingers.append(now - batch.created)
         acks = self.settings.acks
         request = ProduceRequest(
             None, acks, int(self.settings.request_timeout_s * 1000), list(by_topic.items())
@@ -283,6 +286,7 @@ class Engine:
             linger_ms=(now - oldest) * 1000, attempt=attempt,
         )
         self.metrics.record_request(record)
+        self.metrics.batch_linger.record_seconds(np.asarray(lingers))
         self._count_topics(plan.batches)
         self._in_flight[plan.broker] += 1
         task = asyncio.ensure_future(future)
@@ -300,6 +304,7 @@ class Engine:
         now = self.loop.time()
         exc = task.exception()
         if exc is not None:
+            self.policy.on_response(plan.broker, now - sent_at, now, 0, True)
             self._settle_failed(plan.batches, _reason(exc), now)
             self._schedule_refresh()
             return
@@ -307,7 +312,8 @@ class Engine:
         self.metrics.rtt.record_us(int(record.rtt_ms * 1000))
         response = task.result()
         if response is None:  # acks=0: written is as acknowledged as it gets
-            self._acknowledge_all([(batch, -1) for batch in plan.batches], now)
+            self.policy.on_response(plan.broker, now - sent_at, now, 0, False)
+            self._acknowledge_all(plan.broker, [(batch, -1) for batch in plan.batches], now)
             return
         outcome: dict[tuple[str, int], tuple[int, int]] = {}
         for topic, partitions in response.topics:
@@ -327,7 +333,10 @@ class Engine:
                 error = for_code(error_code)
                 leader_trouble = True
                 self._settle_failed([batch], error.__name__, now, retriable=error.retriable)
-        self._acknowledge_all(acknowledged, now)
+        self.policy.on_response(plan.broker, now - sent_at, now,
+                                getattr(response, "throttle_time_ms", 0) or 0,
+                                len(acknowledged) < len(plan.batches))
+        self._acknowledge_all(plan.broker, acknowledged, now)
         if leader_trouble:
             self._schedule_refresh()
 
@@ -342,7 +351,9 @@ class Engine:
                 seen.add(id(topic))
                 topic.requests += 1
 
-    def _acknowledge_all(self, acknowledged: list[tuple[ProducerBatch, int]], now: float) -> None:
+    def _acknowledge_all(
+        self, broker: int, acknowledged: list[tuple[ProducerBatch, int]], now: float
+    ) -> None:
         """Account acknowledged batches; one histogram pass per response and topic."""
         if not acknowledged:
             return
@@ -353,6 +364,7 @@ class Engine:
             by_topic.setdefault(id(topic), []).append(
                 np.frombuffer(batch.intended, dtype=np.float64))
         topics = {id(self.slot_metrics[b.slot]): self.slot_metrics[b.slot] for b, _ in acknowledged}
+        all_latencies = []
         for key, arrays in by_topic.items():
             intended = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
             if self.workload.warmup_s:
@@ -360,6 +372,10 @@ class Engine:
             latencies = now - intended
             self.metrics.latency.record_seconds(latencies)
             topics[key].latency.record_seconds(latencies)
+            all_latencies.append(latencies)
+        self.policy.on_acknowledged(
+            broker, np.concatenate(all_latencies) if len(all_latencies) > 1
+            else all_latencies[0], now)
         self._release_batches(len(acknowledged))
         for batch, offset in acknowledged:
             self.metrics.messages_acked += batch.record_count

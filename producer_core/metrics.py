@@ -104,6 +104,8 @@ class RunMetrics:
     generator_lag: LatencyHistogram = field(default_factory=LatencyHistogram)
     linger: LatencyHistogram = field(default_factory=LatencyHistogram)
     rtt: LatencyHistogram = field(default_factory=LatencyHistogram)
+    batch_linger: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """Per partition batch: first record's append to the batch's first send (KIP-1224)."""
     blocked_s: float = 0.0
     """Time the generator spent blocked on buffer memory (a full librdkafka queue)."""
     blocked_max_s: float = 0.0
@@ -220,6 +222,9 @@ class Results:
             "generator_lag": _summary(m.generator_lag),
             "linger": _summary(m.linger),
             "rtt": _summary(m.rtt),
+            "batch_linger": _summary(m.batch_linger),
+            "send_rate_per_s": round(self.requests_sent / self.duration_s, 3)
+            if self.duration_s > 0 else 0.0,
             "generator_blocked": {
                 "total_ms": round(m.blocked_s * 1000, 3),
                 "max_ms": round(m.blocked_max_s * 1000, 3),
@@ -230,6 +235,7 @@ class Results:
                 "generator_lag_us": m.generator_lag.encode(),
                 "linger_us": m.linger.encode(),
                 "rtt_us": m.rtt.encode(),
+                "batch_linger_us": m.batch_linger.encode(),
             },
             "topics": {name: t.to_dict(self.duration_s) for name, t in m.topics.items()},
             "warnings": self.warnings,

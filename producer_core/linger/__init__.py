@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from producer_core.accumulator import Accumulator
 from producer_core.config import ProducerSettings
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
 from producer_core.linger.broker import BrokerLinger
 from producer_core.linger.java import JavaLinger
 from producer_core.linger.partition import NoLinger, PartitionLinger
+from producer_core.workload import TopicSpec
 
 __all__ = ["LingerPolicy", "RequestLimits", "RequestPlan", "make_policy"]
 
 
 def make_policy(
-    mode: str, accumulator: Accumulator, leaders: list[int], settings: ProducerSettings
+    mode: str, accumulator: Accumulator, leaders: list[int], settings: ProducerSettings,
+    topics: Sequence[TopicSpec] = (),
 ) -> LingerPolicy:
-    """The policy object for a mode name, configured from the settings."""
+    """The policy object for a mode name, configured from the settings.
+
+    `topics` are the workload's topics in slot order (topic i's partitions follow topic
+    i-1's in the accumulator), for modes with per-topic options.
+    """
     limits = RequestLimits(settings.max_request_size, settings.max_partitions_per_request)
     if mode == "partition":
         return PartitionLinger(accumulator, leaders, limits, settings.linger_s)

@@ -71,6 +71,18 @@ class LingerPolicy(ABC):
         """
         self.memory_exhausted = exhausted
 
+    def on_response(
+        self, broker: int, rtt_s: float, now: float, throttle_ms: int, retried: bool
+    ) -> None:
+        """A request to `broker` was answered after `rtt_s` (or failed: `retried`), with the
+        broker's throttle time. Adaptive modes learn from it; fixed ones ignore it."""
+        return None
+
+    def on_acknowledged(self, broker: int, latencies_s: object, now: float) -> None:
+        """End-to-end latencies (numpy array, seconds) of messages acknowledged by
+        `broker`, for modes that steer toward a latency target."""
+        return None
+
     def admit(self, topic_index: int, count: int, now: float) -> int:
         """How many of `count` new messages of a topic may be sent (Bruce's rate limit);
         the rest are discarded and counted. Other modes admit everything."""
