@@ -9,6 +9,7 @@ partition go. Everything the run measured ends up in a `Results`.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -148,6 +149,8 @@ class Engine:
         progress_task = None
         try:
             self.start = self.loop.time() + START_LEAD_S
+            if self.workload.start_at is not None:  # a share of a distributed run
+                self.start = self.loop.time() + max(0.0, self.workload.start_at - time.time())
             self._warmup_until = self.start + self.workload.warmup_s
             self.generator.begin(self.start)
             self._intended = self.generator.intended_total()

@@ -56,7 +56,7 @@ class Generator:
             self.topics.append(TopicState(
                 index, spec, first_slot, make_schedule(spec, workload.duration_s,
                                                        workload.seed * 7919 + index),
-                TopicSource(spec, index, workload.seed), topic_metrics))
+                TopicSource(spec, index, workload.seed, workload.share_index), topic_metrics))
         self.unthrottled = any(isinstance(t.schedule, Unthrottled) for t in self.topics)
         self.horizon = workload.duration_s if workload.duration_s is not None else math.inf
 

@@ -27,6 +27,8 @@ from producer_core.workload import ID_BYTES, TopicSpec
 
 TOPIC_ID_SHIFT = 40
 """Message id = topic index << 40 | sequence: unique across the topics of a run."""
+SHARE_ID_SHIFT = 56
+"""Shares of a distributed run add `share index << 56`, so their ids never collide."""
 
 
 def make_schedule(spec: TopicSpec, horizon: float | None, seed: int) -> Schedule:
@@ -59,9 +61,10 @@ def scheduled_total(schedule: Schedule) -> int | None:
 class TopicSource:
     """Partitions, keys and values for one topic's messages, drawn per generator pass."""
 
-    def __init__(self, spec: TopicSpec, topic_index: int, seed: int) -> None:
+    def __init__(self, spec: TopicSpec, topic_index: int, seed: int, share_index: int = 0
+                 ) -> None:
         self.spec = spec
-        self.id_base = topic_index << TOPIC_ID_SHIFT
+        self.id_base = (share_index << SHARE_ID_SHIFT) | (topic_index << TOPIC_ID_SHIFT)
         rng = np.random.default_rng([seed, topic_index])
         self._rng = rng
         largest = spec.sizes.largest

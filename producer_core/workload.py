@@ -113,6 +113,11 @@ class Workload:
     seed: int = 1
     warmup_s: float = 0.0
     topics: tuple[TopicSpec, ...] = ()
+    share_index: int = 0
+    """This run's share of a distributed run (see `share`); ids carry it."""
+    share_count: int = 1
+    start_at: float | None = None
+    """Wall-clock instant (epoch seconds) the schedule starts at, so shares line up."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -166,6 +171,27 @@ class Workload:
             return replace(self, topic=f"{self.topic}{suffix}")
         return replace(self, topic=f"{self.topic}{suffix}", topics=tuple(
             replace(t, name=f"{t.name}{suffix}") for t in self.topics))
+
+    def share(self, index: int, count: int, start_at: float | None) -> Workload:
+        """Share `index` of `count`: every rate divided by `count`, the message cap split,
+        its own seed, ids tagged with the share, and a common start instant."""
+        def scale(rate: RateSpec) -> RateSpec:
+            f = 1.0 / count
+            return replace(
+                rate,
+                rate=None if rate.rate is None else rate.rate * f,
+                steps=tuple((r * f, t) for r, t in rate.steps),
+                rate_from=rate.rate_from * f, rate_to=rate.rate_to * f,
+            )
+        topics = tuple(replace(t, rate=scale(t.rate)) for t in self.topic_specs())
+        messages = None
+        if self.messages is not None:
+            messages = self.messages // count + (1 if index < self.messages % count else 0)
+        return replace(
+            self, topics=topics, messages=messages, seed=self.seed * 1000 + index,
+            rate=None if self.rate is None else self.rate / count,
+            share_index=index, share_count=count, start_at=start_at,
+        )
 
     @property
     def target_rate(self) -> float | None:

@@ -74,3 +74,15 @@ def test_values_carry_their_id_and_size() -> None:
     value = source.value(123456)
     assert len(value) == 100 and message_id_of(value) == 123456
     assert len(MessageSource(Workload(message_size=3)).value(5)) == 3
+
+
+def test_shares_split_rates_and_caps_and_tag_ids() -> None:
+    from producer_core.message_source import SHARE_ID_SHIFT, TopicSource
+
+    workload = Workload(rate=1000, messages=1001, duration_s=None, partitions=4)
+    shares = [workload.share(i, 3, start_at=100.0) for i in range(3)]
+    assert sum(s.messages for s in shares) == 1001
+    assert sum(s.topics[0].rate.rate for s in shares) == pytest.approx(1000)
+    assert len({s.seed for s in shares}) == 3 and {s.start_at for s in shares} == {100.0}
+    bases = [TopicSource(s.topics[0], 0, s.seed, s.share_index).id_base for s in shares]
+    assert bases == [0, 1 << SHARE_ID_SHIFT, 2 << SHARE_ID_SHIFT]
