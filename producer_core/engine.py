@@ -153,6 +153,7 @@ class Engine:
                 self.start = self.loop.time() + max(0.0, self.workload.start_at - time.time())
             self._warmup_until = self.start + self.workload.warmup_s
             self.generator.begin(self.start)
+            self.policy.begin(self.start)
             self._intended = self.generator.intended_total()
             if self.on_progress is not None:
                 progress_task = asyncio.ensure_future(self._report_progress())
@@ -186,6 +187,7 @@ class Engine:
             self.policy.set_memory_exhausted(exhausted)
             if due > 0 and not exhausted:
                 generator.generate(now)
+            self.policy.set_backlog(generator.next_due())
             self._dispatch(self.policy.poll(now, self._free_slots()))
             if generator.finished(now):
                 blocked_gen.release(now)
@@ -489,7 +491,7 @@ class Engine:
                                  or self.metrics.messages_generated}
         collector = self.policy.stats()
         if collector:
-            extra["json"] = {"collector" if self.mode == "broker" else "policy": collector}
+            extra["json"] = {self.policy.stats_key: collector}
         duration = max(end - self.start, 1e-9)
         return Results(
             mode=self.mode,

@@ -37,6 +37,8 @@ class LingerPolicy(ABC):
     """Base for linger modes. `leaders[slot]` is the node id leading that partition slot."""
 
     name: str = "?"
+    stats_key: str = "policy"
+    """Where `stats()` goes in the results JSON ("collector" for the collector modes)."""
 
     def __init__(self, accumulator: Accumulator, leaders: list[int], limits: RequestLimits):
         self.accumulator = accumulator
@@ -63,6 +65,17 @@ class LingerPolicy(ABC):
     @abstractmethod
     def next_wakeup(self) -> float | None:
         """The next time `poll` may have something new to send, or None if only an event can."""
+
+    def begin(self, start: float) -> None:
+        """The run's schedule starts at `start` (for time series relative to it)."""
+        return None
+
+    def set_backlog(self, oldest_due: float | None) -> None:
+        """Before each `poll` of a generator pass: the intended send time of the oldest
+        message the generator has not appended yet (it may be overdue: a pass appends at
+        most a chunk), or None when no scheduled message is left. Mode `adaptive` queues
+        its flushes behind these; the others ignore it."""
+        return None
 
     def set_memory_exhausted(self, exhausted: bool) -> None:
         """The generator is (or no longer is) blocked waiting for buffer memory.

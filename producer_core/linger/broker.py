@@ -64,6 +64,8 @@ REASONS = ("flush", "max_partitions", "max_bytes", "broker_linger", "retry")
 class _Collector:
     """One broker's collection window."""
 
+    broker: int = -1
+    """The node id whose collector this is."""
     slots: dict[int, float] = field(default_factory=dict)
     """Collected slot -> time it joined; insertion order is oldest-joined first."""
     first_add: float = 0.0
@@ -99,6 +101,9 @@ class BrokerLinger(LingerPolicy):
     """Mode `broker`: per-broker batch collectors with a window timed from the first add."""
 
     name = "broker"
+    stats_key = "collector"
+    reasons: tuple[str, ...] = REASONS
+    """Send reasons `stats()` lists (with 0) even when none happened."""
 
     def __init__(
         self,
@@ -132,7 +137,7 @@ class BrokerLinger(LingerPolicy):
     def _collector(self, broker: int) -> _Collector:
         collector = self._collectors.get(broker)
         if collector is None:
-            collector = self._collectors[broker] = _Collector()
+            collector = self._collectors[broker] = _Collector(broker=broker)
         return collector
 
     def _add(self, slot: int, now: float) -> _Collector:
@@ -239,11 +244,16 @@ class BrokerLinger(LingerPolicy):
             return "max_partitions"
         if self.max_bytes is not None and self._bytes_reached(collector):
             return "max_bytes"
-        if now >= collector.first_add + self.linger_s:
+        if now >= collector.first_add + self._window_s(collector):
             return "broker_linger"
         if collector.retry:
             return "retry"
         return None
+
+    def _window_s(self, collector: _Collector) -> float:
+        """The collection window of a collector: `broker.linger.ms` here; mode `aimd`
+        adapts it per broker."""
+        return self.linger_s
 
     def _start_send(self, broker: int, collector: _Collector, reason: str, now: float) -> None:
         """Take everything collected into a new send and empty the collector."""
@@ -359,7 +369,8 @@ class BrokerLinger(LingerPolicy):
             due_now = self.flushing or collector.retry or (
                 self.max_partitions is not None and len(collector.slots) >= self.max_partitions
             )
-            when = collector.first_add if due_now else collector.first_add + self.linger_s
+            when = collector.first_add if due_now else (
+                collector.first_add + self._window_s(collector))
             if earliest is None or when < earliest:
                 earliest = when
         return earliest
@@ -368,7 +379,7 @@ class BrokerLinger(LingerPolicy):
     def stats(self) -> dict[str, object]:
         """Collector metrics per send: reasons, partitions, bytes, wait, requests."""
         sends = self._sends
-        by_reason = dict.fromkeys(REASONS, 0)
+        by_reason = dict.fromkeys(self.reasons, 0)
         for send in sends:
             by_reason[send.reason] = by_reason.get(send.reason, 0) + 1
         result: dict[str, object] = {"sends": len(sends), "sends_by_reason": by_reason}
