@@ -188,6 +188,8 @@ class LibrdkafkaRun:
         self._batch_bytes: Counter[str] = Counter()
         self._batch_p50: list[tuple[int, float]] = []
         self._batch_max = 0.0
+        self._rtt_p50: list[tuple[int, float]] = []  # librdkafka's own request round trips
+        self._rtt_max = 0.0
         self._errors: Counter[str] = Counter()
         self.config, self.used_settings = librdkafka_config(settings)
 
@@ -245,6 +247,10 @@ class LibrdkafkaRun:
             produced = broker.get("req", {}).get("Produce", 0)
             self._produce_requests[node] = max(self._produce_requests.get(node, 0), produced)
             self._retries[node] = max(self._retries.get(node, 0), broker.get("txretries", 0))
+            rtt = broker.get("rtt", {})
+            if rtt.get("cnt"):  # µs, per window
+                self._rtt_p50.append((rtt["cnt"], rtt["p50"] / 1000.0))
+                self._rtt_max = max(self._rtt_max, rtt["max"] / 1000.0)
         for name, topic in stats.get("topics", {}).items():
             if name not in self.metrics.topics:
                 continue
@@ -403,6 +409,8 @@ class LibrdkafkaRun:
                     "produce_requests_by_broker": {
                         str(k): v for k, v in sorted(self._produce_requests.items())},
                     "batches": batches,
+                    "rtt_p50_ms": round(_weighted_median(self._rtt_p50), 3),
+                    "rtt_max_ms": round(self._rtt_max, 3),
                 }},
             },
         )
