@@ -46,7 +46,8 @@ def parse_mode_configs(
     """Build each mode's settings; `per_mode` items look like `broker:broker.linger.ms=500`.
 
     `linger_ms`, when given, sets the mode's own linger knob (`linger.ms`, or
-    `broker.linger.ms` for the broker collector) so one value compares like with like.
+    `broker.linger.ms` for the broker collector) so one value compares like with like;
+    modes `adaptive` and `aimd` choose their window themselves and get nothing.
     """
     overrides: dict[str, list[tuple[str, str]]] = {mode: [] for mode in modes}
     for item in per_mode:
@@ -66,14 +67,17 @@ def parse_mode_configs(
     runs = []
     for mode in modes:
         knob: list[tuple[str, str]] = []
-        if linger_ms is not None:
-            knob = [(linger_knob(mode), str(linger_ms))]
+        name = linger_knob(mode)
+        if linger_ms is not None and name is not None:
+            knob = [(name, str(linger_ms))]
         runs.append(ModeRun(mode, build_settings([*knob, *common, *overrides[mode]], mode=mode)))
     return runs
 
 
-def linger_knob(mode: str) -> str:
-    """The setting that holds a mode's linger window."""
+def linger_knob(mode: str) -> str | None:
+    """The setting that holds a mode's linger window (None: the mode chooses it itself)."""
+    if mode in ("adaptive", "aimd"):
+        return None
     return "broker.linger.ms" if mode == "broker" else "linger.ms"
 
 

@@ -7,15 +7,19 @@ a setting is declared once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from producer_core.errors import ConfigError
 
-MODES = ("partition", "none", "broker", "java", "librdkafka")
+MODES = ("partition", "none", "broker", "java", "librdkafka", "adaptive", "aimd")
 """Modes: the in-repo engine's linger policies, and `librdkafka` (the real client, as a
 reference: confluent-kafka's Producer driven by the same workload generator)."""
+
+COLLECTOR_MODES = ("broker", "adaptive", "aimd")
+"""Modes built on the broker-level batch collector (one collection per broker)."""
 
 LIBRDKAFKA_NAMES = {
     "linger.ms": "linger.ms",
@@ -52,10 +56,10 @@ class SettingSpec:
 
     name: str
     default: Any
-    kind: str  # "int" | "acks" | "choice"
+    kind: str  # "int" | "float" | "acks" | "choice" | "str"
     help: str
-    minimum: int | None = None
-    maximum: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
     choices: tuple[str, ...] = ()
     modes: tuple[str, ...] = ()  # modes it applies to; empty means all
 
@@ -102,10 +106,41 @@ SETTINGS: dict[str, SettingSpec] = dict(
               0, 900_000, modes=("broker",)),
         _spec("broker.batch.max.partitions", -1, "int", "send a broker's collection early "
               "once this many partitions are collected (-1: off)", -1, 1_000_000,
-              modes=("broker",)),
+              modes=COLLECTOR_MODES),
         _spec("broker.batch.max.bytes", -1, "int", "send a broker's collection early once "
               "its partitions hold this many record bytes (-1: off)", -1, 1 << 40,
-              modes=("broker",)),
+              modes=COLLECTOR_MODES),
+        _spec("adaptive.linger.max.ms", -1, "int", "mode adaptive: longest a broker's "
+              "collection waits for its queued flush before it is sent anyway (-1: no cap, "
+              "KIP-1224's append.linger.ms=-1)", -1, 900_000, modes=("adaptive",)),
+        _spec("aimd.linger.min.ms", 1, "int", "mode aimd: smallest collection window a "
+              "broker's controller may choose", 0, 900_000, modes=("aimd",)),
+        _spec("aimd.linger.max.ms", 100, "int", "mode aimd: largest collection window a "
+              "broker's controller may choose", 0, 900_000, modes=("aimd",)),
+        _spec("aimd.linger.initial.ms", 5, "int", "mode aimd: the window every broker "
+              "starts with (kept within aimd.linger.min.ms..aimd.linger.max.ms)", 0, 900_000,
+              modes=("aimd",)),
+        _spec("aimd.linger.step.ms", 1, "int", "mode aimd: additive increase, ms added to "
+              "the window per healthy response (per p99 check with aimd.target.p99.ms)",
+              1, 900_000, modes=("aimd",)),
+        _spec("aimd.decrease.factor", 0.5, "float", "mode aimd: multiplicative decrease, "
+              "the window is multiplied by this on backpressure (a retry, throttling, every "
+              "request slot busy, or the round trip above aimd.rtt.decrease.ratio)",
+              0.01, 0.99, modes=("aimd",)),
+        _spec("aimd.rtt.increase.ratio", 1.1, "float", "mode aimd: healthy while the round "
+              "trip's moving average (weight 1/8) is below this times the smallest round "
+              "trip seen; then the window grows by aimd.linger.step.ms", 1.0, 100.0,
+              modes=("aimd",)),
+        _spec("aimd.rtt.decrease.ratio", 1.5, "float", "mode aimd: backpressure once the "
+              "round trip's moving average is above this times the smallest seen; then the "
+              "window shrinks by aimd.decrease.factor", 1.0, 100.0, modes=("aimd",)),
+        _spec("aimd.target.p99.ms", -1, "int", "mode aimd: steer each broker's window to "
+              "the largest whose recent p99 latency stays under this, instead of the round "
+              "trip ratios (-1: off)", -1, 3_600_000, modes=("aimd",)),
+        _spec("aimd.target.interval.ms", 250, "int", "mode aimd with aimd.target.p99.ms: "
+              "how often the recent p99 is checked (each check needs at least 100 "
+              "acknowledged messages taken after the last change settled)", 1, 600_000,
+              modes=("aimd",)),
     ]
 )
 
@@ -173,6 +208,20 @@ def parse_assignment(text: str) -> tuple[str, str]:
 
 
 def _convert(spec: SettingSpec, raw: Any) -> Any:
+    if spec.kind == "float":
+        try:
+            number = float(str(raw).strip())
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            raise ConfigError(
+                f"Setting {spec.name}={raw!r} is not a number. {_range_text(spec)}"
+            ) from None
+        if (spec.minimum is not None and number < spec.minimum) or (
+            spec.maximum is not None and number > spec.maximum
+        ):
+            raise ConfigError(f"Setting {spec.name}={number} is out of range. {_range_text(spec)}")
+        return number
     if spec.kind == "int":
         try:
             value = int(str(raw).strip())
@@ -231,6 +280,20 @@ def build_settings(
     warnings: list[str] = []
     if mode == "broker" and "linger.ms" in explicit:
         warnings.append(LINGER_MS_IGNORED)
+    if mode in ("adaptive", "aimd") and "linger.ms" in explicit:
+        warnings.append(f"linger.ms is ignored in mode {mode}: its collection window "
+                        f"{'adapts to the load' if mode == 'adaptive' else 'is aimd.linger.*'}")
+    if values["aimd.linger.min.ms"] > values["aimd.linger.max.ms"]:
+        raise ConfigError(
+            f"aimd.linger.min.ms={values['aimd.linger.min.ms']} is larger than "
+            f"aimd.linger.max.ms={values['aimd.linger.max.ms']}: no window fits between them."
+        )
+    if values["aimd.rtt.increase.ratio"] > values["aimd.rtt.decrease.ratio"]:
+        raise ConfigError(
+            f"aimd.rtt.increase.ratio={values['aimd.rtt.increase.ratio']} is larger than "
+            f"aimd.rtt.decrease.ratio={values['aimd.rtt.decrease.ratio']}: a round trip "
+            "would count as healthy and as backpressure at once."
+        )
     if mode == "librdkafka":
         _check_librdkafka(explicit, values)
     elif "batch.num.messages" in explicit:

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from producer_core.accumulator import Accumulator
 from producer_core.config import ProducerSettings
+from producer_core.linger.adaptive import AdaptiveLinger
+from producer_core.linger.aimd import AimdLinger
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
 from producer_core.linger.broker import BrokerLinger
 from producer_core.linger.java import JavaLinger
@@ -35,6 +37,31 @@ def make_policy(
         return BrokerLinger(
             accumulator, leaders, limits,
             linger_s=settings["broker.linger.ms"] / 1000.0,
+            max_partitions=settings["broker.batch.max.partitions"],
+            max_bytes=settings["broker.batch.max.bytes"],
+        )
+    if mode == "adaptive":
+        cap = settings["adaptive.linger.max.ms"]
+        return AdaptiveLinger(
+            accumulator, leaders, limits,
+            max_wait_s=cap / 1000.0 if cap >= 0 else None,
+            max_partitions=settings["broker.batch.max.partitions"],
+            max_bytes=settings["broker.batch.max.bytes"],
+        )
+    if mode == "aimd":
+        target = settings["aimd.target.p99.ms"]
+        return AimdLinger(
+            accumulator, leaders, limits,
+            min_s=settings["aimd.linger.min.ms"] / 1000.0,
+            max_s=settings["aimd.linger.max.ms"] / 1000.0,
+            initial_s=settings["aimd.linger.initial.ms"] / 1000.0,
+            step_s=settings["aimd.linger.step.ms"] / 1000.0,
+            decrease_factor=settings["aimd.decrease.factor"],
+            increase_ratio=settings["aimd.rtt.increase.ratio"],
+            decrease_ratio=settings["aimd.rtt.decrease.ratio"],
+            max_in_flight=settings.max_in_flight,
+            target_p99_s=target / 1000.0 if target >= 0 else None,
+            target_interval_s=settings["aimd.target.interval.ms"] / 1000.0,
             max_partitions=settings["broker.batch.max.partitions"],
             max_bytes=settings["broker.batch.max.bytes"],
         )

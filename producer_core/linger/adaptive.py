@@ -1,0 +1,220 @@
+"""Mode `adaptive`: KIP-1224's adaptive append linger (`append.linger.ms = -1`), per broker.
+
+The group coordinator of KIP-1224 runs a queue of operations. Instead of arming a timer
+when a batch starts, adaptive linger puts a *flush operation at the back of that queue*:
+at low load the queue is empty and the batch goes at once; at high load the operations
+queued ahead of the flush add their records to the batch before it runs. Batches are
+numbered, so a flush left over from a batch that was already written (because it hit
+the size limit) does nothing.
+
+kbatch's producer has one broker-level collection per broker (the collector of mode
+`broker`, whose caps, in-flight handling, send splitting and metrics this mode shares);
+only *when* a collection is sent differs. When a broker's collection goes from empty to
+non-empty (the first partition joins it), no timer is armed: a **flush ticket** carrying
+the collection's number is queued behind the work pending in the engine at that moment.
+
+**What "pending work" is in kbatch's event loop.** One asyncio loop runs the generator and
+every response callback. The generator works in passes: a pass appends every message due
+(at most `generator.CHUNK` per topic), then calls `poll`; between passes the loop runs the
+callbacks that are ready, above all response callbacks, which free request slots, requeue
+retries and wake the generator, whose next `poll` follows them. A ticket queued at time
+*t* therefore waits for
+
+1. the rest of the generator pass it was queued in: every append of that pass comes
+   before the `poll` that ends it;
+2. every message already due at *t* that the pass could not take (the engine reports,
+   before each `poll`, the intended time of the oldest message not yet appended, see
+   `set_backlog`; while it is <= *t* the ticket waits and the next passes append those
+   messages into the collection). Messages due after *t* arrived behind the flush and
+   go to the next collection;
+3. the callbacks already ready in the loop when it was queued, if it was queued outside
+   a generator pass (by a send that left data behind, a retry, a leader change): such a
+   ticket runs at the next `poll`, which the engine reaches only after the loop has run
+   them (`next_wakeup` reports the ticket's time, already past, so the engine's timer
+   fires behind whatever is ready).
+
+Responses carry no records; what they change is the number of free request slots. A
+ticket that runs while its broker has no free request slot (all
+``max.in.flight.requests.per.connection`` in flight) leaves the collection due: it keeps
+growing, as in mode `broker`, and goes at the first `poll` with a free slot, which the
+engine makes right after the response that freed it (reason ``slot_freed``).
+
+A collection is sent, in this priority order (the first that holds is the reason):
+
+1. ``flush``                the producer is flushing (end of run, close)
+2. ``max_partitions``       ``broker.batch.max.partitions`` reached (if > 0)
+3. ``max_bytes``            ``broker.batch.max.bytes`` reached (if > 0)
+4. ``queued_flush``         its flush ticket ran (``slot_freed`` if the send then had to
+                            wait for a request slot)
+5. ``linger_max``           ``adaptive.linger.max.ms`` after it started (if >= 0), even
+                            though its ticket still waits behind pending work
+6. ``retry``                a retried batch joined it
+
+A ticket whose collection number is no longer the broker's current one (the collection
+was already sent by a cap, the wait cap, a flush or a retry) does nothing
+(``stale_flushes`` in `stats`).
+
+Pure: no clock and no I/O; time comes in as arguments (seconds).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+
+from producer_core.accumulator import Accumulator
+from producer_core.linger.base import RequestLimits, RequestPlan
+from producer_core.linger.broker import BrokerLinger, _Collector
+
+REASONS = ("flush", "max_partitions", "max_bytes", "queued_flush", "slot_freed", "linger_max",
+           "retry")
+"""Send reasons in priority order (``slot_freed`` is ``queued_flush`` after a wait for a
+request slot)."""
+
+
+class AdaptiveLinger(BrokerLinger):
+    """Mode `adaptive`: per-broker collections flushed behind the work pending in the engine."""
+
+    name = "adaptive"
+    reasons = REASONS
+
+    def __init__(
+        self,
+        accumulator: Accumulator,
+        leaders: list[int],
+        limits: RequestLimits,
+        max_wait_s: float | None = None,
+        max_partitions: int = -1,
+        max_bytes: int = -1,
+    ) -> None:
+        super().__init__(accumulator, leaders, limits, linger_s=float("inf"),
+                         max_partitions=max_partitions, max_bytes=max_bytes)
+        self.max_wait_s = max_wait_s
+        self._tickets: deque[tuple[float, int, int]] = deque()
+        """Flush tickets in queue order: (queued at, broker, collection number)."""
+        self._numbers: dict[int, int] = {}
+        """Broker -> number of its current (or last) collection."""
+        self._flush_ran: dict[int, int] = {}
+        """Broker -> number of the last collection whose flush ticket ran."""
+        self._backlog: float | None = None
+        self._now = 0.0
+        self.tickets_queued = 0
+        self.flushes_run = 0
+        self.stale_flushes = 0
+
+    # ------------------------------------------------------------------ tickets
+    def _add(self, slot: int, now: float) -> _Collector:
+        """Collect a slot; a collection that starts gets a number and a flush ticket."""
+        current = self._collectors.get(self.leaders[slot])
+        starting = current is None or not current.slots
+        collector = super()._add(slot, now)
+        if starting:
+            self._start_collection(collector.broker, now)
+        return collector
+
+    def _start_collection(self, broker: int, now: float) -> None:
+        number = self._numbers[broker] = self._numbers.get(broker, 0) + 1
+        self._tickets.append((now, broker, number))
+        self.tickets_queued += 1
+
+    def set_backlog(self, oldest_due: float | None) -> None:
+        self._backlog = oldest_due
+
+    def _waits_for_backlog(self, queued_at: float) -> bool:
+        """Messages due by `queued_at` are not all appended yet: they are ahead of it.
+
+        Not while flushing (nothing more comes) nor while the generator waits for buffer
+        memory (those messages cannot be appended until something is sent).
+        """
+        backlog = self._backlog
+        return (backlog is not None and backlog <= queued_at and not self.flushing
+                and not self.memory_exhausted)
+
+    def _run_tickets(self) -> None:
+        """Run the tickets queued before this poll, in order, as far as nothing pending
+        is ahead of them. Tickets queued during this poll (by its sends) wait for the next."""
+        tickets = self._tickets
+        while tickets and not self._waits_for_backlog(tickets[0][0]):
+            _, broker, number = tickets.popleft()
+            collector = self._collectors.get(broker)
+            if self._numbers.get(broker) == number and collector is not None and collector.slots:
+                self._flush_ran[broker] = number
+                self.flushes_run += 1
+            else:
+                self.stale_flushes += 1
+
+    def set_leaders(self, leaders: list[int]) -> None:
+        """Collections may be rebuilt under new leaders: each non-empty one is a new
+        collection with a new number and a ticket (earlier tickets become stale)."""
+        super().set_leaders(leaders)
+        for broker, collector in self._collectors.items():
+            if collector.slots:
+                self._start_collection(broker, self._now)
+
+    # ---------------------------------------------------------------- decisions
+    def _flush_requested(self, collector: _Collector) -> bool:
+        broker = collector.broker
+        return self._flush_ran.get(broker, -1) == self._numbers.get(broker)
+
+    def _due_reason(self, collector: _Collector | None, now: float) -> str | None:
+        if collector is None or not collector.slots:
+            return None
+        if self.flushing:
+            return "flush"
+        if self.max_partitions is not None and len(collector.slots) >= self.max_partitions:
+            return "max_partitions"
+        if self.max_bytes is not None and self._bytes_reached(collector):
+            return "max_bytes"
+        if self._flush_requested(collector):
+            return "slot_freed" if collector.due_since is not None else "queued_flush"
+        if self.max_wait_s is not None and now >= collector.first_add + self.max_wait_s:
+            return "linger_max"
+        if collector.retry:
+            return "retry"
+        return None
+
+    def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
+        self._now = max(self._now, now)
+        self._run_tickets()
+        return super().poll(now, free_slots)
+
+    def next_wakeup(self) -> float | None:
+        """When to poll again without an event.
+
+        A ticket that nothing pending is ahead of is reported at its queueing time (in the
+        past): the engine polls as soon as its loop has run what is ready. A ticket waiting
+        for overdue messages is not: the generator's next pass appends them and polls. A
+        collection that is due but waits for a request slot is not either (a response
+        unblocks it). Otherwise the earliest `adaptive.linger.max.ms` deadline.
+        """
+        earliest: float | None = None
+        tickets = self._tickets
+        if tickets and not self._waits_for_backlog(tickets[0][0]):
+            earliest = tickets[0][0]
+        for collector in self._collectors.values():
+            if not collector.slots or collector.due_since is not None:
+                continue
+            due_now = self.flushing or collector.retry or self._flush_requested(collector) or (
+                self.max_partitions is not None and len(collector.slots) >= self.max_partitions
+            )
+            if due_now:
+                when = collector.first_add
+            elif self.max_wait_s is not None:
+                when = collector.first_add + self.max_wait_s
+            else:
+                continue
+            if earliest is None or when < earliest:
+                earliest = when
+        return earliest
+
+    # ------------------------------------------------------------------ metrics
+    def stats(self) -> dict[str, object]:
+        """The collector's send metrics, and what became of the flush tickets."""
+        result = super().stats()
+        result["flush_tickets"] = {
+            "queued": self.tickets_queued,
+            "ran": self.flushes_run,
+            "stale": self.stale_flushes,
+            "waiting": len(self._tickets),
+        }
+        return result
