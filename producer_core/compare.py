@@ -108,7 +108,8 @@ def compare(
         for mode_run in mode_runs:
             suffix = f"-{mode_run.mode}-{round_index + 1}"
             progress = on_start(mode_run.mode, round_index) if on_start else None
-            results = run_one(workload.with_topic_suffix(suffix), mode_run.settings,
+            results = run_one(workload.with_topic_suffix(suffix),
+                              mode_run.settings.with_topic_suffix(suffix),
                               mode_run.mode, bootstrap, progress)
             document = results.to_dict()
             document["round"] = round_index + 1

@@ -14,7 +14,7 @@ from typing import Any
 
 from producer_core.errors import ConfigError
 
-MODES = ("partition", "none", "broker", "java", "librdkafka", "adaptive", "aimd")
+MODES = ("partition", "none", "broker", "java", "bruce", "librdkafka", "adaptive", "aimd")
 """Modes: the in-repo engine's linger policies, and `librdkafka` (the real client, as a
 reference: confluent-kafka's Producer driven by the same workload generator)."""
 
@@ -45,6 +45,11 @@ LIBRDKAFKA_OWN = frozenset({"max.block.ms"})
 LINGER_MS_IGNORED = (
     "linger.ms is ignored in mode broker; use broker.linger.ms "
     "(deprecated per the broker-level linger design)"
+)
+BRUCE_IGNORED = (
+    "{key} is ignored in mode bruce: batches complete on Bruce's per-topic or combined "
+    "thresholds (bruce.combined.*, bruce.topic.<name>.*), and a partition's record batch "
+    "grows up to max.request.size"
 )
 
 ACKS_VALUES = {"0": 0, "1": 1, "all": -1, "-1": -1}
@@ -141,8 +146,48 @@ SETTINGS: dict[str, SettingSpec] = dict(
               "how often the recent p99 is checked (each check needs at least 100 "
               "acknowledged messages taken after the last change settled)", 1, 600_000,
               modes=("aimd",)),
+        _spec("bruce.combined.max.delay.ms", 10, "int", "mode bruce: a combined (mixed-topic) "
+              "batch completes once its oldest message is this old (-1: off)", -1, 900_000,
+              modes=("bruce",)),
+        _spec("bruce.combined.max.bytes", 262144, "int", "mode bruce: a combined batch "
+              "completes once it holds this many record bytes (-1: off)", -1, 1 << 40,
+              modes=("bruce",)),
+        _spec("bruce.combined.max.messages", -1, "int", "mode bruce: a combined batch "
+              "completes once it holds this many messages (-1: off)", -1, 1 << 40,
+              modes=("bruce",)),
     ]
 )
+
+BRUCE_TOPIC_PREFIX = "bruce.topic."
+BRUCE_TOPIC_SETTINGS: dict[str, SettingSpec] = dict(
+    [
+        _spec("max.delay.ms", -1, "int", "the topic's batch completes once its oldest message "
+              "is this old (0: at once; -1: off)", -1, 900_000, modes=("bruce",)),
+        _spec("max.bytes", -1, "int", "the topic's batch completes once it holds this many "
+              "record bytes (-1: off)", -1, 1 << 40, modes=("bruce",)),
+        _spec("max.messages", -1, "int", "the topic's batch completes once it holds this many "
+              "messages (-1: off)", -1, 1 << 40, modes=("bruce",)),
+        _spec("rate.limit.interval.ms", 1000, "int", "rate limit window of the topic",
+              1, 86_400_000, modes=("bruce",)),
+        _spec("rate.limit.max.messages", 0, "int", "messages of the topic admitted per rate "
+              "limit window; the excess is discarded", 0, 1 << 40, modes=("bruce",)),
+    ]
+)
+"""Mode bruce's per-topic settings: `-X bruce.topic.<name>.<suffix>=N`. They override the
+workload file's `batching` and `rate_limit`; a topic with all thresholds off (-1) joins the
+combined batch. Topic names are checked against the workload when the run starts."""
+
+
+def bruce_topic_key(key: str) -> tuple[str, str] | None:
+    """`bruce.topic.<name>.<suffix>` -> (name, suffix); None if `key` is not of that form
+    (names may contain dots, so the suffix is matched at the end, longest first)."""
+    if not key.startswith(BRUCE_TOPIC_PREFIX):
+        return None
+    rest = key[len(BRUCE_TOPIC_PREFIX):]
+    for suffix in sorted(BRUCE_TOPIC_SETTINGS, key=len, reverse=True):
+        if rest.endswith("." + suffix) and len(rest) > len(suffix) + 1:
+            return rest[: -len(suffix) - 1], suffix
+    return None
 
 
 @dataclass(frozen=True)
@@ -194,6 +239,18 @@ class ProducerSettings:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.values)
+
+    def with_topic_suffix(self, suffix: str) -> ProducerSettings:
+        """The same settings for a workload whose topic names got `suffix` (compare-modes):
+        per-topic keys (`bruce.topic.<name>.*`) follow their topic."""
+        def rename(key: str) -> str:
+            parsed = bruce_topic_key(key)
+            if parsed is None:
+                return key
+            return f"{BRUCE_TOPIC_PREFIX}{parsed[0]}{suffix}.{parsed[1]}"
+
+        return ProducerSettings({rename(k): v for k, v in self.values.items()},
+                                frozenset(rename(k) for k in self.explicit), self.warnings)
 
 
 def parse_assignment(text: str) -> tuple[str, str]:
@@ -265,9 +322,12 @@ def build_settings(
     explicit: set[str] = set()
     for key, raw in items:
         spec = SETTINGS.get(key)
+        if spec is None and key.startswith(BRUCE_TOPIC_PREFIX):
+            spec = _bruce_topic_spec(key)
         if spec is None:
             raise ConfigError(
-                f"Unknown setting {key!r}. Known settings: {', '.join(sorted(SETTINGS))}."
+                f"Unknown setting {key!r}. Known settings: {', '.join(sorted(SETTINGS))}, "
+                f"and {BRUCE_TOPIC_PREFIX}<topic>.<{'|'.join(BRUCE_TOPIC_SETTINGS)}>."
             )
         values[key] = _convert(spec, raw)
         explicit.add(key)
@@ -280,6 +340,10 @@ def build_settings(
     warnings: list[str] = []
     if mode == "broker" and "linger.ms" in explicit:
         warnings.append(LINGER_MS_IGNORED)
+    if mode == "bruce":
+        _check_bruce(explicit, values, warnings)
+    elif any(k.startswith("bruce.") for k in explicit):
+        warnings.append(f"the bruce.* settings apply to mode bruce only; ignored in mode {mode}")
     if mode in ("adaptive", "aimd") and "linger.ms" in explicit:
         warnings.append(f"linger.ms is ignored in mode {mode}: its collection window "
                         f"{'adapts to the load' if mode == 'adaptive' else 'is aimd.linger.*'}")
@@ -311,6 +375,31 @@ def build_settings(
     )
 
 
+def _bruce_topic_spec(key: str) -> SettingSpec:
+    parsed = bruce_topic_key(key)
+    if parsed is None:
+        raise ConfigError(
+            f"Malformed setting {key!r}: per-topic settings of mode bruce look like "
+            f"{BRUCE_TOPIC_PREFIX}<topic>.<setting>, with <setting> one of "
+            f"{', '.join(BRUCE_TOPIC_SETTINGS)}."
+        )
+    spec = BRUCE_TOPIC_SETTINGS[parsed[1]]
+    return SettingSpec(key, spec.default, spec.kind, spec.help, spec.minimum, spec.maximum,
+                       modes=spec.modes)
+
+
+def _check_bruce(explicit: set[str], values: Mapping[str, Any], warnings: list[str]) -> None:
+    combined = [f"bruce.combined.{k}" for k in ("max.delay.ms", "max.bytes", "max.messages")]
+    if all(values[k] < 0 for k in combined):
+        raise ConfigError(
+            f"Mode bruce needs at least one threshold for the combined batch: "
+            f"{', '.join(combined)} are all off (-1), so its messages would never be sent."
+        )
+    for key in ("linger.ms", "batch.size"):
+        if key in explicit:
+            warnings.append(BRUCE_IGNORED.format(key=key))
+
+
 def _check_librdkafka(explicit: set[str], values: Mapping[str, Any]) -> None:
     """Refuse settings librdkafka does not have, rather than silently not applying them."""
     refused = sorted(k for k in explicit if k not in LIBRDKAFKA_NAMES and k not in LIBRDKAFKA_OWN)
@@ -330,4 +419,8 @@ def _check_librdkafka(explicit: set[str], values: Mapping[str, Any]) -> None:
 
 def settings_help() -> str:
     """One line per setting for `--help`: name, default, meaning."""
-    return "\n".join(f"{s.name} (default {s.default}): {s.help}" for s in SETTINGS.values())
+    lines = [f"{s.name} (default {s.default}): {s.help}" for s in SETTINGS.values()]
+    lines.append(f"{BRUCE_TOPIC_PREFIX}<topic>.<{'|'.join(BRUCE_TOPIC_SETTINGS)}>: mode bruce, "
+                 "one topic's batching thresholds (-1: off) and rate limit, overriding the "
+                 "workload file")
+    return "\n".join(lines)

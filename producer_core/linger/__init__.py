@@ -10,6 +10,7 @@ from producer_core.linger.adaptive import AdaptiveLinger
 from producer_core.linger.aimd import AimdLinger
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
 from producer_core.linger.broker import BrokerLinger
+from producer_core.linger.bruce import BrucePolicy, bruce_config
 from producer_core.linger.java import JavaLinger
 from producer_core.linger.partition import NoLinger, PartitionLinger
 from producer_core.workload import TopicSpec
@@ -65,4 +66,8 @@ def make_policy(
             max_partitions=settings["broker.batch.max.partitions"],
             max_bytes=settings["broker.batch.max.bytes"],
         )
+    if mode == "bruce":
+        keyless = [topic.keys.kind == "none" for topic in topics]
+        return BrucePolicy(accumulator, leaders, limits, bruce_config(settings, topics),
+                           keyless)
     raise ValueError(f"unknown mode {mode!r}")
