@@ -45,9 +45,10 @@ def parse_mode_configs(
 ) -> list[ModeRun]:
     """Build each mode's settings; `per_mode` items look like `broker:broker.linger.ms=500`.
 
-    `linger_ms`, when given, sets the mode's own linger knob (`linger.ms`, or
-    `broker.linger.ms` for the broker collector) so one value compares like with like;
-    modes `adaptive` and `aimd` choose their window themselves and get nothing.
+    `linger_ms`, when given, sets the mode's own linger knob (`linger.ms`,
+    `broker.linger.ms` for the broker collector, `bruce.combined.max.delay.ms` for bruce)
+    so one value compares like with like; modes `adaptive` and `aimd` choose their window
+    themselves and get nothing.
     """
     overrides: dict[str, list[tuple[str, str]]] = {mode: [] for mode in modes}
     for item in per_mode:
@@ -78,6 +79,8 @@ def linger_knob(mode: str) -> str | None:
     """The setting that holds a mode's linger window (None: the mode chooses it itself)."""
     if mode in ("adaptive", "aimd"):
         return None
+    if mode == "bruce":  # the combined batch's delay; per-topic thresholds keep their own
+        return "bruce.combined.max.delay.ms"
     return "broker.linger.ms" if mode == "broker" else "linger.ms"
 
 

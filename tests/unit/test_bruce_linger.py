@@ -455,3 +455,11 @@ def test_per_topic_settings_follow_compare_modes_topic_suffix():
         "-bruce-1")
     assert renamed["bruce.topic.clicks.v2-bruce-1.max.delay.ms"] == 5
     assert "bruce.topic.clicks.v2-bruce-1.max.delay.ms" in renamed.explicit
+
+
+def test_compare_modes_linger_ms_sets_the_combined_delay():
+    from producer_core.compare import parse_mode_configs
+
+    [run] = parse_mode_configs(["bruce"], [], [], linger_ms=250)
+    assert run.settings["bruce.combined.max.delay.ms"] == 250
+    assert run.settings.warnings == ()
