@@ -69,6 +69,9 @@ def write_json(path: Path, payload: Any) -> None:
                    "partitions ready at that moment; 'java' = the Java producer, a broker is "
                    "ready when any of its partitions is and then sends all of them; 'broker' "
                    "= broker-level collector (broker.linger.ms); 'none' = linger 0; "
+                   "'adaptive' = KIP-1224's adaptive linger, a broker's collection is flushed "
+                   "behind the work pending in the engine; 'aimd' = broker-level collector "
+                   "whose window adapts per broker (aimd.*); "
                    "'librdkafka' = the real client (confluent-kafka) on the same workload.")
 @workload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
@@ -124,7 +127,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                    "--mode-config broker:broker.linger.ms=500. Repeatable.")
 @click.option("--linger-ms", type=click.IntRange(0, 900_000), default=None,
               help="One linger window for every mode: sets linger.ms (librdkafka, "
-                   "partition, java, none), or broker.linger.ms for mode broker. "
+                   "partition, java, none), or broker.linger.ms for mode broker; modes "
+                   "adaptive and aimd choose their own window and get none. "
                    "--mode-config still wins.")
 @workload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",

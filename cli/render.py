@@ -80,6 +80,13 @@ def summary_table(result: dict[str, Any]) -> Table:
         ("requests by broker", ", ".join(
             f"{k}: {v:,}" for k, v in result["requests_by_broker"].items()) or "-"),
     ]
+    batch_linger = result.get("batch_linger")  # absent from results of older versions
+    if batch_linger and batch_linger.get("count"):
+        rows.append(("batch linger p50 / p99 / p99.9 / max ms (KIP-1224)",
+                     " / ".join(_ms(batch_linger[k]) for k in ("p50_ms", "p99_ms", "p999_ms",
+                                                              "max_ms"))))
+    if "send_rate_per_s" in result:
+        rows.append(("sends (requests) per second", f"{result['send_rate_per_s']:,.1f}"))
     for name, value in rows:
         table.add_row(name, value)
     blocked = result.get("generator_blocked") or {}
