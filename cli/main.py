@@ -71,7 +71,8 @@ def write_json(path: Path, payload: Any) -> None:
                    "= broker-level collector (broker.linger.ms); 'none' = linger 0; "
                    "'adaptive' = KIP-1224's adaptive linger, a broker's collection is flushed "
                    "behind the work pending in the engine; 'aimd' = broker-level collector "
-                   "whose window adapts per broker (aimd.*); "
+                   "whose window adapts per broker (aimd.*); 'bruce' = Bruce's per-topic "
+                   "and combined batches, late partition choice and rate limits (bruce.*); "
                    "'librdkafka' = the real client (confluent-kafka) on the same workload.")
 @workload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
@@ -127,7 +128,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                    "--mode-config broker:broker.linger.ms=500. Repeatable.")
 @click.option("--linger-ms", type=click.IntRange(0, 900_000), default=None,
               help="One linger window for every mode: sets linger.ms (librdkafka, "
-                   "partition, java, none), or broker.linger.ms for mode broker; modes "
+                   "partition, java, none), broker.linger.ms for mode broker, or "
+                   "bruce.combined.max.delay.ms for mode bruce; modes "
                    "adaptive and aimd choose their own window and get none. "
                    "--mode-config still wins.")
 @workload_options

@@ -42,6 +42,11 @@ def live_progress(label: str, enabled: bool) -> Iterator[Any]:
         yield update
 
 
+def _reasons(msgs: dict[str, Any]) -> str:
+    """Discard reasons and counts (mode bruce's rate limit), for the summary table."""
+    return ", ".join(f"{reason}: {count:,}" for reason, count in msgs["discard_reasons"].items())
+
+
 def _ms(value: float) -> str:
     return f"{value:,.2f}"
 
@@ -64,6 +69,8 @@ def summary_table(result: dict[str, Any]) -> Table:
          "{mean:,.0f} / {max:,.0f}".format(**result["bytes_per_request"])),
         ("messages intended / sent", f"{msgs['intended']:,} / {msgs['sent']:,}"),
         ("acknowledged / failed", f"{msgs['acknowledged']:,} / {msgs['failed']:,}"),
+        *([("discarded (reasons)", f"{msgs['discarded']:,} ({_reasons(msgs)})")]
+          if msgs.get("discarded") else []),
         ("rate achieved (target)",
          f"{rate['achieved_msgs_per_s']:,.0f}/s ({'max' if target is None else f'{target:,.0f}'})"),
     ]
