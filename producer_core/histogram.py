@@ -34,6 +34,8 @@ SIGNIFICANT_FIGURES = 3
 """Value precision: 0.1% relative error, i.e. 1 µs resolution up to ~2 ms."""
 
 _US_PER_S = 1_000_000.0
+_FLUSH_VALUES = 65536
+"""Buffered values that trigger a recording pass."""
 _US_PER_MS = 1_000.0
 
 
@@ -61,11 +63,27 @@ class LatencyHistogram:
 
     def __init__(self, _hdr: HdrHistogram | None = None) -> None:
         """Create an empty histogram (``_hdr`` is internal: wraps a decoded hdrh one)."""
-        self._hdr = (
+        self._pending: list[np.ndarray] = []
+        self._pending_size = 0
+        self._raw_hdr = (
             _hdr if _hdr is not None else HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
         )
-        self._counts = _counts_view(self._hdr)
-        self._highest = int(self._hdr.highest_trackable_value)
+        self._counts = _counts_view(self._raw_hdr)
+        self._highest = int(self._raw_hdr.highest_trackable_value)
+
+    @property
+    def _hdr(self) -> HdrHistogram:
+        """The hdrh histogram with everything buffered recorded: every reader goes here."""
+        self._flush()
+        return self._raw_hdr
+
+    def _flush(self) -> None:
+        """Record what `record_seconds` buffered: one numpy pass for many small arrays."""
+        if not self._pending:
+            return
+        pending = self._pending
+        self._pending, self._pending_size = [], 0
+        self._record_now(np.concatenate(pending) if len(pending) > 1 else pending[0])
 
     # ------------------------------------------------------------------ recording
 
@@ -95,15 +113,22 @@ class LatencyHistogram:
         h.max_value = max(h.max_value, int(values_us.max()))
 
     def record_seconds(self, values: np.ndarray) -> None:
-        """Record latencies given as float seconds (hot path: one numpy pass per batch).
+        """Record latencies given as float seconds (the hot path).
 
         Values are rounded to the nearest µs; negatives (clock skew) count as 0 and values
         above one hour as one hour, so no sample is lost. NaNs carry no latency and are
-        dropped.
+        dropped. Small arrays are buffered and recorded together (every query flushes
+        first), because numpy's per-call cost dwarfs a handful of values.
         """
         seconds = np.asarray(values, dtype=np.float64).ravel()
         if seconds.size == 0:
             return
+        self._pending.append(seconds)
+        self._pending_size += seconds.size
+        if self._pending_size >= _FLUSH_VALUES:
+            self._flush()
+
+    def _record_now(self, seconds: np.ndarray) -> None:
         if np.isnan(seconds).any():
             seconds = seconds[~np.isnan(seconds)]
         us = np.clip(np.rint(seconds * _US_PER_S), 0, self._highest).astype(np.int64)

@@ -40,6 +40,17 @@ class Segment:
         slope = (self.rate_end - self.rate_start) / self.length if self.length else 0.0
         return self.rate_start * dt + slope * dt * dt / 2
 
+    def offset(self, k: float) -> float:
+        """`offsets` for one value, in plain Python (the scheduler asks this every pass)."""
+        r0 = self.rate_start
+        slope = (
+            (self.rate_end - r0) / self.length
+            if math.isfinite(self.length) and self.length else 0.0
+        )
+        if abs(slope) < 1e-12:
+            return self.start + k / r0
+        return self.start + (math.sqrt(max(r0 * r0 + 2.0 * slope * k, 0.0)) - r0) / slope
+
     def offsets(self, k: np.ndarray) -> np.ndarray:
         """Offsets at which the segment's own count reaches each of `k` (floats >= 0)."""
         r0 = self.rate_start
@@ -61,11 +72,20 @@ class PiecewiseSchedule:
         self.segments = [s for s in segments if s.length > 0]
         self.horizon = horizon if horizon is not None else math.inf
         self._bases: list[float] = []
+        self._ends: list[float] = []
         total = 0.0
         for segment in self.segments:
             self._bases.append(total)
             total += segment.count(segment.end) if math.isfinite(segment.end) else math.inf
+            self._ends.append(total)
         self.index = 0  # next message number
+
+    def offset_of(self, k: int) -> float:
+        """Intended offset of message `k` (inf if the profile never reaches it)."""
+        for base, end, segment in zip(self._bases, self._ends, self.segments, strict=True):
+            if k < end and segment.rate_start + segment.rate_end > 0:
+                return segment.offset(k - base)
+        return math.inf
 
     def _count_until(self, t: float) -> float:
         """Messages intended in [0, t] as a real number (message 0 is at the start)."""
@@ -85,7 +105,7 @@ class PiecewiseSchedule:
         if math.isfinite(total):
             due = min(due, math.ceil(total))
         # the count is continuous; at zero-rate stretches and boundaries check the offset
-        while due > self.index and self.offsets_of(due - 1, 1)[0] > elapsed:
+        while due > self.index and self.offset_of(due - 1) > elapsed:
             due -= 1
         return due
 
@@ -116,7 +136,7 @@ class PiecewiseSchedule:
         return offsets
 
     def next_offset(self) -> float | None:
-        offset = float(self.offsets_of(self.index, 1)[0])
+        offset = self.offset_of(self.index)
         return offset if offset < self.horizon else None
 
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Mapping
+from itertools import islice
 
 from producer_core.accumulator import (
     BATCH_FILLED,
@@ -40,8 +41,22 @@ class PartitionLinger(LingerPolicy):
         self.linger_s = linger_s
         # (deadline, tie-breaker, slot, head batch): lazily invalidated when the head changes
         self._waiting: list[tuple[float, int, int, ProducerBatch]] = []
-        self._ready: dict[int, None] = {}  # insertion order = order of becoming ready
+        # broker -> ready slots, in the order they became ready (oldest first)
+        self._ready: dict[int, dict[int, None]] = {}
         self._seq = itertools.count()
+
+    def _mark_ready(self, slot: int) -> None:
+        self._ready.setdefault(self.leaders[slot], {})[slot] = None
+
+    def _is_ready(self, slot: int) -> bool:
+        return slot in self._ready.get(self.leaders[slot], ())
+
+    def set_leaders(self, leaders: list[int]) -> None:
+        ready = [slot for marks in self._ready.values() for slot in marks]
+        super().set_leaders(leaders)
+        self._ready = {}
+        for slot in ready:
+            self._mark_ready(slot)
 
     def _watch_head(self, slot: int) -> None:
         """Register the slot's current head: ready if full (or linger 0), else wait for it."""
@@ -49,7 +64,7 @@ class PartitionLinger(LingerPolicy):
         if head is None:
             return
         if self.linger_s <= 0 or self.accumulator.head_is_full(slot):
-            self._ready[slot] = None
+            self._mark_ready(slot)
         else:
             entry = (head.created + self.linger_s, next(self._seq), slot, head)
             heapq.heappush(self._waiting, entry)
@@ -58,10 +73,10 @@ class PartitionLinger(LingerPolicy):
         if event == BECAME_NONEMPTY:
             self._watch_head(slot)
         elif event == BATCH_FILLED:
-            self._ready[slot] = None
+            self._mark_ready(slot)
 
     def on_requeue(self, slot: int, now: float) -> None:
-        self._ready[slot] = None
+        self._mark_ready(slot)
 
     def _expire(self, now: float) -> None:
         waiting = self._waiting
@@ -69,31 +84,34 @@ class PartitionLinger(LingerPolicy):
         while waiting and (waiting[0][0] <= now or self.flushing):
             _, _, slot, batch = heapq.heappop(waiting)
             if accumulator.head(slot) is batch:
-                self._ready[slot] = None
+                self._mark_ready(slot)
 
     def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
         self._expire(now)
-        if not self._ready:
-            return []
-        by_broker: dict[int, list[int]] = {}
-        for slot in self._ready:
-            by_broker.setdefault(self.leaders[slot], []).append(slot)
         plans: list[RequestPlan] = []
-        for broker, candidates in by_broker.items():
+        max_partitions = self.limits.max_partitions
+        for broker, marks in self._ready.items():
             free = free_slots.get(broker, 0)
+            if not marks or free <= 0:
+                continue
+            # only as many candidates as the free requests can carry: polls stay cheap when
+            # many partitions are ready and requests are small (max.partitions=1)
+            limit = None if max_partitions is None else free * max_partitions
+            candidates = list(islice(marks, limit))
             while candidates and free > 0:
                 batches = drain_request(
                     self.accumulator, candidates, now,
-                    self.limits.max_request_size, self.limits.max_partitions,
+                    self.limits.max_request_size, max_partitions,
                 )
                 if not batches:
                     break
                 free -= 1
                 for batch in batches:
-                    del self._ready[batch.slot]
+                    del marks[batch.slot]
                     self._watch_head(batch.slot)
+                    if batch.slot in marks:  # another full batch: ready again, last
+                        candidates.append(batch.slot)
                 plans.append(RequestPlan(broker, batches, self._reason(batches)))
-                candidates = [s for s in self._ready if self.leaders[s] == broker]
         return plans
 
     def _reason(self, batches: list[ProducerBatch]) -> str:

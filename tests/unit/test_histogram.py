@@ -300,3 +300,15 @@ def test_to_hgrm_empty() -> None:
     footer = FOOTER.search(text)
     assert footer is not None
     assert int(footer["total"]) == 0
+
+
+def test_buffered_small_recordings_equal_one_recording():
+    rng = np.random.default_rng(4)
+    values = rng.exponential(0.05, 20_000)
+    many, once = LatencyHistogram(), LatencyHistogram()
+    for chunk in np.array_split(values, 3_000):  # small arrays, as per-response acks are
+        many.record_seconds(chunk)
+    once.record_seconds(values)
+    assert many.count == once.count == 20_000
+    assert many.encode() == once.encode()
+    assert many.percentile_ms(99.9) == once.percentile_ms(99.9)

@@ -73,3 +73,17 @@ def test_poisson_is_reproducible():
     a = all_offsets(PoissonSchedule(500, 2.0, seed=9), 2.0)
     b = all_offsets(PoissonSchedule(500, 2.0, seed=9), 2.0)
     assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: constant(700, 3.0),
+    lambda: step([(0, 0.2), (1000, 0.5), (300, 1.0)], 3.0),
+    lambda: ramp(100, 2000, 1.5, 3.0),
+    lambda: bursts(900, 0.3, 0.2, 3.0),
+])
+def test_scalar_offsets_agree_with_vectorized(make):
+    schedule = make()
+    ks = np.arange(0, 2000, 37)
+    vector = schedule.offsets_of(0, 2000)[ks]
+    scalar = np.array([schedule.offset_of(int(k)) for k in ks])
+    assert np.allclose(vector, scalar, rtol=0, atol=1e-9)
