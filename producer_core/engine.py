@@ -193,11 +193,12 @@ class Engine:
                 blocked_gen.release(now)
                 return
             blocked = self._memory_full()
-            if not blocked and (generator.unthrottled or generator.due(loop.time()) > 0):
+            next_due = generator.next_due()
+            behind = next_due is not None and next_due <= loop.time()
+            if not blocked and (generator.unthrottled or behind):
                 await asyncio.sleep(0)
                 continue
             wake = self.policy.next_wakeup()
-            next_due = generator.next_due()
             if blocked and (blocked_gen.blocked or generator.unthrottled):
                 # blocked on memory: wait for a response to free some, or max.block.ms
                 next_due = blocked_gen.deadline()
