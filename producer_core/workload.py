@@ -9,12 +9,10 @@ run is due at `start + i / rate`, whatever the generator was doing at the time.
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from producer_core.errors import UsageError
-from producer_core.partitioner import key_table
 
 ID_BYTES = 8
 """Each value starts with the message id (8 bytes, big-endian) so a reader can check it."""
@@ -219,55 +217,6 @@ class Workload:
         return data
 
 
-class ConstantSchedule:
-    """Message `i` is intended at `start + i / rate`; unthrottled runs have no schedule."""
-
-    def __init__(self, rate: float | None) -> None:
-        self.rate = rate
-        self.interval = 1.0 / rate if rate else 0.0
-
-    def due_count(self, elapsed_s: float) -> int:
-        """How many messages should have been sent by `elapsed_s` after the start."""
-        if self.rate is None:
-            return 1 << 62
-        return int(elapsed_s * self.rate) + 1
-
-    def intended_offset(self, index: int) -> float:
-        return index * self.interval
-
-    def next_due_in(self, index: int, elapsed_s: float) -> float:
-        """Seconds until message `index` is due (<= 0 means now)."""
-        return index * self.interval - elapsed_s
-
-
-class MessageSource:
-    """Makes message `i`: its partition, key and value. Deterministic for a given seed.
-
-    Values embed the message id and are otherwise one fixed random payload, so generating a
-    message costs one small bytes concatenation.
-    """
-
-    def __init__(self, workload: Workload) -> None:
-        rng = random.Random(workload.seed)
-        self.partitions = workload.partitions
-        size = workload.message_size
-        self.pad = rng.randbytes(max(0, size - ID_BYTES))
-        self.size = size
-        self.keys: list[bytes] = []
-        self.key_partitions: list[int] = []
-        if workload.keys:
-            self.keys, self.key_partitions = key_table(workload.keys, workload.partitions)
-        self._rng = random.Random(workload.seed + 1)
-
-    def value(self, message_id: int) -> bytes:
-        if self.size >= ID_BYTES:
-            return message_id.to_bytes(ID_BYTES, "big") + self.pad
-        return message_id.to_bytes(ID_BYTES, "big")[ID_BYTES - self.size :]
-
-    def key_index(self) -> int:
-        return self._rng.randrange(len(self.keys))
-
-
 def message_id_of(value: bytes) -> int:
-    """The id a value carries (inverse of `MessageSource.value` for sizes >= 8)."""
+    """The id a value carries (see `message_source.TopicSource.values`; sizes >= 8)."""
     return int.from_bytes(value[:ID_BYTES], "big")

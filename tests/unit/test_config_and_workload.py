@@ -4,7 +4,8 @@ import pytest
 
 from producer_core.config import build_settings, parse_assignment
 from producer_core.errors import ConfigError, UsageError
-from producer_core.workload import ConstantSchedule, MessageSource, Workload, message_id_of
+from producer_core.message_source import TopicSource
+from producer_core.workload import Workload, message_id_of
 
 
 def test_defaults_follow_kafka_names() -> None:
@@ -63,17 +64,12 @@ def test_total_messages() -> None:
     assert Workload(rate=None, duration_s=2).total_messages is None
 
 
-def test_schedule_is_a_function_of_the_index() -> None:
-    schedule = ConstantSchedule(2000)
-    assert schedule.intended_offset(4000) == pytest.approx(2.0)
-    assert schedule.due_count(0.0) == 1 and schedule.due_count(0.0015) == 4
-
-
 def test_values_carry_their_id_and_size() -> None:
-    source = MessageSource(Workload(message_size=100))
-    value = source.value(123456)
+    spec = Workload(message_size=100).topic_specs()[0]
+    value = TopicSource(spec, 0, seed=1).values(range(123456, 123457))[0]
     assert len(value) == 100 and message_id_of(value) == 123456
-    assert len(MessageSource(Workload(message_size=3)).value(5)) == 3
+    tiny = Workload(message_size=3).topic_specs()[0]
+    assert len(TopicSource(tiny, 0, seed=1).values(range(5, 6))[0]) == 3
 
 
 def test_shares_split_rates_and_caps_and_tag_ids() -> None:
