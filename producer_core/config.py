@@ -113,7 +113,9 @@ SETTINGS: dict[str, SettingSpec] = dict(
               "once this many partitions are collected (-1: off)", -1, 1_000_000,
               modes=COLLECTOR_MODES),
         _spec("broker.batch.max.bytes", -1, "int", "send a broker's collection early once "
-              "its partitions hold this many record bytes (-1: off)", -1, 1 << 40,
+              "its partitions hold this many record bytes (-1: off; in mode adaptive, a "
+              "collection that fills one max.request.size request is that request)",
+              -1, 1 << 40,
               modes=COLLECTOR_MODES),
         _spec("adaptive.linger.max.ms", -1, "int", "mode adaptive: longest a broker's "
               "collection waits for its queued flush before it is sent anyway (-1: no cap, "

@@ -9,6 +9,7 @@ partition go. Everything the run measured ends up in a `Results`.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -187,7 +188,8 @@ class Engine:
             self.policy.set_memory_exhausted(exhausted)
             if due > 0 and not exhausted:
                 generator.generate(now)
-            self.policy.set_backlog(generator.next_due())
+            # the oldest message not appended yet; with an unthrottled topic one always is
+            self.policy.set_backlog(-math.inf if generator.unthrottled else generator.next_due())
             self._dispatch(self.policy.poll(now, self._free_slots()))
             if generator.finished(now):
                 blocked_gen.release(now)

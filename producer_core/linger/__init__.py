@@ -43,11 +43,13 @@ def make_policy(
         )
     if mode == "adaptive":
         cap = settings["adaptive.linger.max.ms"]
+        max_bytes = settings["broker.batch.max.bytes"]
         return AdaptiveLinger(
             accumulator, leaders, limits,
             max_wait_s=cap / 1000.0 if cap >= 0 else None,
             max_partitions=settings["broker.batch.max.partitions"],
-            max_bytes=settings["broker.batch.max.bytes"],
+            # unset: KIP-1224's max.message.bytes, a collection that fills one request
+            max_bytes=max_bytes if max_bytes > 0 else None,
         )
     if mode == "aimd":
         target = settings["aimd.target.p99.ms"]

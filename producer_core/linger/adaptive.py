@@ -3,9 +3,9 @@
 The group coordinator of KIP-1224 runs a queue of operations. Instead of arming a timer
 when a batch starts, adaptive linger puts a *flush operation at the back of that queue*:
 at low load the queue is empty and the batch goes at once; at high load the operations
-queued ahead of the flush add their records to the batch before it runs. Batches are
-numbered, so a flush left over from a batch that was already written (because it hit
-the size limit) does nothing.
+queued ahead of the flush add their records to the batch before it runs, and a batch
+about to exceed ``max.message.bytes`` is written early. Batches are numbered, so a flush
+left over from a batch that was already written does nothing.
 
 kbatch's producer has one broker-level collection per broker (the collector of mode
 `broker`, whose caps, in-flight handling, send splitting and metrics this mode shares);
@@ -22,11 +22,13 @@ retries and wake the generator, whose next `poll` follows them. A ticket queued 
 
 1. the rest of the generator pass it was queued in: every append of that pass comes
    before the `poll` that ends it;
-2. every message already due at *t* that the pass could not take (the engine reports,
-   before each `poll`, the intended time of the oldest message not yet appended, see
-   `set_backlog`; while it is <= *t* the ticket waits and the next passes append those
-   messages into the collection). Messages due after *t* arrived behind the flush and
-   go to the next collection;
+2. every message already due at *t* that the pass could not take: before each `poll` the
+   engine reports the intended send time of the oldest message not appended yet
+   (`set_backlog`); while it is <= *t* the ticket waits, and the next passes append those
+   messages into the collection. Messages due after *t* arrived behind the flush and go
+   to the next collection. With an unthrottled topic (``--rate max``) a message is always
+   waiting (the engine reports -inf): tickets never get ahead of the generator, and
+   collections go by the size cap, as KIP-1224's batches do under saturation;
 3. the callbacks already ready in the loop when it was queued, if it was queued outside
    a generator pass (by a send that left data behind, a retry, a leader change): such a
    ticket runs at the next `poll`, which the engine reaches only after the loop has run
@@ -37,22 +39,31 @@ Responses carry no records; what they change is the number of free request slots
 ticket that runs while its broker has no free request slot (all
 ``max.in.flight.requests.per.connection`` in flight) leaves the collection due: it keeps
 growing, as in mode `broker`, and goes at the first `poll` with a free slot, which the
-engine makes right after the response that freed it (reason ``slot_freed``).
+engine makes right after the response that freed it (reason ``slot_freed``). While the
+generator waits for ``buffer.memory`` nothing more can be appended, so tickets no longer
+wait for the backlog.
+
+**Size cap.** KIP-1224's ``max.message.bytes`` is one ProduceRequest here: by default
+(``broker.batch.max.bytes`` unset) a collection whose record bytes reach
+``max.request.size`` is sent as that one request (the head batch of each partition that
+fits, oldest-joined first), and what did not fit starts the next collection at once,
+keeping the partitions' joining times. With ``broker.batch.max.bytes`` set, that cap
+applies as in mode `broker` (everything collected goes, in as many requests as needed).
 
 A collection is sent, in this priority order (the first that holds is the reason):
 
 1. ``flush``                the producer is flushing (end of run, close)
 2. ``max_partitions``       ``broker.batch.max.partitions`` reached (if > 0)
-3. ``max_bytes``            ``broker.batch.max.bytes`` reached (if > 0)
+3. ``max_bytes``            the size cap
 4. ``queued_flush``         its flush ticket ran (``slot_freed`` if the send then had to
                             wait for a request slot)
 5. ``linger_max``           ``adaptive.linger.max.ms`` after it started (if >= 0), even
                             though its ticket still waits behind pending work
 6. ``retry``                a retried batch joined it
 
-A ticket whose collection number is no longer the broker's current one (the collection
-was already sent by a cap, the wait cap, a flush or a retry) does nothing
-(``stale_flushes`` in `stats`).
+A ticket whose collection was already sent (by a cap, the wait cap, a flush or a retry)
+does nothing; it is dropped when it reaches the head of the queue (``stale`` in
+`stats()["flush_tickets"]`).
 
 Pure: no clock and no I/O; time comes in as arguments (seconds).
 """
@@ -62,7 +73,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 
-from producer_core.accumulator import Accumulator
+from producer_core.accumulator import (
+    PARTITION_OVERHEAD_BYTES,
+    REQUEST_OVERHEAD_BYTES,
+    Accumulator,
+)
 from producer_core.linger.base import RequestLimits, RequestPlan
 from producer_core.linger.broker import BrokerLinger, _Collector
 
@@ -85,10 +100,14 @@ class AdaptiveLinger(BrokerLinger):
         limits: RequestLimits,
         max_wait_s: float | None = None,
         max_partitions: int = -1,
-        max_bytes: int = -1,
+        max_bytes: int | None = None,
     ) -> None:
+        request_cap = max_bytes is None
         super().__init__(accumulator, leaders, limits, linger_s=float("inf"),
-                         max_partitions=max_partitions, max_bytes=max_bytes)
+                         max_partitions=max_partitions,
+                         max_bytes=limits.max_request_size if request_cap else max_bytes or -1)
+        self.request_cap = request_cap
+        """The size cap is one full request: a cap send is that one request."""
         self.max_wait_s = max_wait_s
         self._tickets: deque[tuple[float, int, int]] = deque()
         """Flush tickets in queue order: (queued at, broker, collection number)."""
@@ -130,18 +149,30 @@ class AdaptiveLinger(BrokerLinger):
         return (backlog is not None and backlog <= queued_at and not self.flushing
                 and not self.memory_exhausted)
 
+    def _is_stale(self, broker: int, number: int) -> bool:
+        """The ticket's collection was already sent (a newer one may have started)."""
+        collector = self._collectors.get(broker)
+        return self._numbers.get(broker) != number or collector is None or not collector.slots
+
     def _run_tickets(self) -> None:
         """Run the tickets queued before this poll, in order, as far as nothing pending
-        is ahead of them. Tickets queued during this poll (by its sends) wait for the next."""
+        is ahead of them. Tickets queued during this poll (by its sends) wait for the next.
+
+        A stale ticket at the head is dropped even while pending work is ahead of it: it
+        would do nothing when it ran (under an unthrottled load, where work is always
+        pending, this keeps the queue from growing)."""
         tickets = self._tickets
-        while tickets and not self._waits_for_backlog(tickets[0][0]):
-            _, broker, number = tickets.popleft()
-            collector = self._collectors.get(broker)
-            if self._numbers.get(broker) == number and collector is not None and collector.slots:
-                self._flush_ran[broker] = number
-                self.flushes_run += 1
-            else:
+        while tickets:
+            queued_at, broker, number = tickets[0]
+            if self._is_stale(broker, number):
+                tickets.popleft()
                 self.stale_flushes += 1
+                continue
+            if self._waits_for_backlog(queued_at):
+                break
+            tickets.popleft()
+            self._flush_ran[broker] = number
+            self.flushes_run += 1
 
     def set_leaders(self, leaders: list[int]) -> None:
         """Collections may be rebuilt under new leaders: each non-empty one is a new
@@ -172,6 +203,49 @@ class AdaptiveLinger(BrokerLinger):
         if collector.retry:
             return "retry"
         return None
+
+    def _start_send(self, broker: int, collector: _Collector, reason: str, now: float) -> None:
+        """A send of everything collected, except when a collection reaches the default
+        size cap (a full request): then the send is that one request, the head batch of
+        each partition that fits, oldest-joined first, and the rest (partitions that do
+        not fit, later batches of those that do) starts the next collection at once."""
+        if reason != "max_bytes" or not self.request_cap:
+            super()._start_send(broker, collector, reason, now)
+            return
+        fit = self._one_request(collector)
+        rest = {slot: joined for slot, joined in collector.slots.items() if slot not in fit}
+        collector.slots = {slot: collector.slots[slot] for slot in fit}
+        super()._start_send(broker, collector, reason, now)
+        send = self._pending.get(broker)
+        if send is not None:
+            for slot in send.remaining:
+                send.remaining[slot] = 1
+        if rest:
+            for slot, joined in rest.items():
+                del self._collected[slot]
+                self._add(slot, now)
+                collector.slots[slot] = joined
+            collector.first_add = min(rest.values())
+
+    def _one_request(self, collector: _Collector) -> list[int]:
+        """The collected partitions whose head batches fill one request, in joining order
+        (as `drain_request` would take them)."""
+        accumulator = self.accumulator
+        limit, most = self.limits.max_request_size, self.limits.max_partitions
+        size = REQUEST_OVERHEAD_BYTES
+        fit: list[int] = []
+        for slot in collector.slots:
+            head = accumulator.head(slot)
+            if head is None:
+                continue
+            if most is not None and len(fit) >= most:
+                break
+            need = head.size_bytes() + PARTITION_OVERHEAD_BYTES
+            if fit and size + need > limit:
+                continue
+            size += need
+            fit.append(slot)
+        return fit
 
     def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
         self._now = max(self._now, now)

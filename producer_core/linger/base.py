@@ -73,8 +73,9 @@ class LingerPolicy(ABC):
     def set_backlog(self, oldest_due: float | None) -> None:
         """Before each `poll` of a generator pass: the intended send time of the oldest
         message the generator has not appended yet (it may be overdue: a pass appends at
-        most a chunk), or None when no scheduled message is left. Mode `adaptive` queues
-        its flushes behind these; the others ignore it."""
+        most a chunk), -inf while an unthrottled topic always has one waiting, or None
+        when no scheduled message is left. Mode `adaptive` queues its flushes behind these;
+        the others ignore it."""
         return None
 
     def set_memory_exhausted(self, exhausted: bool) -> None:

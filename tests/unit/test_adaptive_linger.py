@@ -7,9 +7,16 @@ request slot.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from producer_core.accumulator import Accumulator, TopicPartition
+from producer_core.accumulator import (
+    PARTITION_OVERHEAD_BYTES,
+    REQUEST_OVERHEAD_BYTES,
+    Accumulator,
+    TopicPartition,
+)
 from producer_core.config import build_settings
 from producer_core.linger import make_policy
 from producer_core.linger.adaptive import AdaptiveLinger
@@ -21,10 +28,11 @@ BUSY = {1: 0, 2: 0}
 
 
 def make(partitions: int = 4, leaders: list[int] | None = None, max_wait_s: float | None = None,
-         max_partitions: int = -1, max_bytes: int = -1):
+         max_partitions: int = -1, max_bytes: int | None = -1, max_request_size: int = 1 << 20):
     acc = Accumulator([TopicPartition("t", p) for p in range(partitions)], 16384)
-    policy = AdaptiveLinger(acc, leaders or [1] * partitions, RequestLimits(1 << 20, None),
-                            max_wait_s, max_partitions, max_bytes)
+    policy = AdaptiveLinger(acc, leaders or [1] * partitions,
+                            RequestLimits(max_request_size, None), max_wait_s, max_partitions,
+                            max_bytes)
     return acc, policy
 
 
@@ -173,6 +181,38 @@ def test_a_retried_batch_goes_at_the_next_poll_and_flushing_sends_everything():
     assert sent(policy.poll(1.2, FREE)) == [("flush", [1])]
 
 
+FIVE_RECORD_BATCH, FIVE_RECORD_BYTES = 146, 85
+"""Wire size and record bytes of a batch of five VALUE records."""
+
+
+def test_under_unthrottled_load_a_collection_goes_when_it_fills_one_request():
+    # with --rate max a message is always waiting: the flush never gets ahead of the
+    # generator, and the size cap (one full request, KIP-1224's max.message.bytes) sends
+    room = REQUEST_OVERHEAD_BYTES + 2 * (FIVE_RECORD_BATCH + PARTITION_OVERHEAD_BYTES)
+    acc, policy = make(partitions=6, max_bytes=None, max_request_size=room)
+    assert policy.request_cap and policy.max_bytes == room
+    for i in range(24):  # 6 partitions x 4 records: below one request's worth
+        append(acc, policy, i % 6, now=1.0)
+    assert end_pass(policy, 1.0, oldest_due=-math.inf) == []
+    assert policy.next_wakeup() is None
+    for i in range(6):  # the fifth record each: 6 x 85 record bytes >= the request
+        append(acc, policy, i, now=1.001)
+    assert acc.head(0).size_bytes() == FIVE_RECORD_BATCH
+    assert acc.head(0).record_bytes == FIVE_RECORD_BYTES
+    plans = end_pass(policy, 1.001, oldest_due=-math.inf)
+    # one request: the head batches that fit, oldest-joined first; the rest stays collected
+    assert sent(plans) == [("max_bytes", [0, 1])]
+    assert sum(b.size_bytes() + PARTITION_OVERHEAD_BYTES for b in plans[0].batches) \
+        + REQUEST_OVERHEAD_BYTES <= room
+    assert end_pass(policy, 1.002, oldest_due=-math.inf) == []
+    assert policy.stats()["flush_tickets"] == {"queued": 2, "ran": 0, "stale": 1, "waiting": 1}
+    # the rest is the next collection; its window started when its partitions joined
+    policy.set_memory_exhausted(True)  # waiting for memory: nothing more can be appended
+    plans = end_pass(policy, 1.003, oldest_due=-math.inf)
+    assert sent(plans) == [("queued_flush", [2, 3]), ("queued_flush", [4, 5])]  # 2 requests
+    assert plans[0].extra["collecting_for_ms"] == pytest.approx(3.0)
+
+
 def test_settings_build_the_policy():
     settings = build_settings({"adaptive.linger.max.ms": "20", "broker.batch.max.bytes": "1000"},
                               mode="adaptive")
@@ -180,8 +220,9 @@ def test_settings_build_the_policy():
     policy = make_policy("adaptive", acc, [1], settings)
     assert isinstance(policy, AdaptiveLinger)
     assert policy.max_wait_s == pytest.approx(0.020) and policy.max_bytes == 1000
-    assert policy.stats_key == "collector"
-    off = make_policy("adaptive", acc, [1], build_settings({}, mode="adaptive"))
-    assert off.max_wait_s is None
+    assert not policy.request_cap and policy.stats_key == "collector"
+    default = make_policy("adaptive", acc, [1], build_settings({}, mode="adaptive"))
+    assert default.max_wait_s is None
+    assert default.request_cap and default.max_bytes == settings.max_request_size
     assert "linger.ms is ignored in mode adaptive" in build_settings(
         {"linger.ms": "5"}, mode="adaptive").warnings[0]
