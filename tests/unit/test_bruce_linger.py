@@ -463,3 +463,17 @@ def test_compare_modes_linger_ms_sets_the_combined_delay():
     [run] = parse_mode_configs(["bruce"], [], [], linger_ms=250)
     assert run.settings["bruce.combined.max.delay.ms"] == 250
     assert run.settings.warnings == ()
+
+
+def test_leader_change_moves_open_and_completed_batches_to_the_new_leader():
+    rig = Rig([("a", 2), ("b", 2)], own={0: Thresholds(max_messages=2)},
+              combined=Thresholds(max_delay_s=0.010), leaders=[1, 1, 1, 1])
+    rig.feed(0, 2, now=0.000, partitions=[0, 1])  # completes, sender busy
+    rig.feed(1, 1, now=0.002, partitions=[0])  # combined batch open since 0.002
+    assert rig.poll(0.002, BUSY) == []
+    rig.policy.set_leaders([2, 2, 2, 2])
+    plans = rig.poll(0.003, {1: 5, 2: 5})
+    assert [(p.broker, partitions_of(p)) for p in plans] == [(2, [0, 1])]
+    assert rig.policy.next_wakeup() == pytest.approx(0.012)  # keeps its age
+    [plan] = rig.poll(0.012, {2: 5})
+    assert plan.broker == 2 and partitions_of(plan) == [2]
