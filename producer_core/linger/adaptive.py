@@ -175,9 +175,12 @@ class AdaptiveLinger(BrokerLinger):
             self.flushes_run += 1
 
     def set_leaders(self, leaders: list[int]) -> None:
-        """Collections may be rebuilt under new leaders: each non-empty one is a new
-        collection with a new number and a ticket (earlier tickets become stale)."""
+        """Collections rebuilt under new leaders are new collections, each with a new
+        number and a ticket (earlier tickets become stale)."""
+        before = self._collectors
         super().set_leaders(leaders)
+        if self._collectors is before:  # no partition moved: the collections stand
+            return
         for broker, collector in self._collectors.items():
             if collector.slots:
                 self._start_collection(broker, self._now)

@@ -181,6 +181,20 @@ def test_a_retried_batch_goes_at_the_next_poll_and_flushing_sends_everything():
     assert sent(policy.poll(1.2, FREE)) == [("flush", [1])]
 
 
+def test_collections_rebuilt_by_a_leader_change_get_new_flushes():
+    acc, policy = make(leaders=[1, 1, 2, 2])
+    append(acc, policy, 0, now=1.000)
+    append(acc, policy, 2, now=1.000)
+    assert end_pass(policy, 1.000, free=BUSY) == []  # both flushes ran; no slot anywhere
+    policy.set_leaders([1, 1, 2, 2])  # nothing moved: the collections stand
+    assert policy.stats()["flush_tickets"]["queued"] == 2
+    policy.set_leaders([2, 2, 2, 2])  # partition 0 moves to broker 2
+    assert policy.stats()["flush_tickets"]["queued"] == 3
+    plans = end_pass(policy, 1.001, free={1: 5, 2: 5})
+    assert [(p.broker, sorted(b.slot for b in p.batches)) for p in plans] == [(2, [0, 2])]
+    assert policy.stats()["flush_tickets"]["ran"] == 3
+
+
 FIVE_RECORD_BATCH, FIVE_RECORD_BYTES = 146, 85
 """Wire size and record bytes of a batch of five VALUE records."""
 
