@@ -207,17 +207,19 @@ class AimdLinger(BrokerLinger):
             baseline = control.rtt_baseline_s
             control.rtt_baseline_s = rtt_s if baseline is None else min(baseline, rtt_s)
         ema, baseline = control.rtt_ema_s, control.rtt_baseline_s
-        ratios = self.target_p99_s is None and ema is not None and baseline is not None \
-            and baseline > 0
+        slow = healthy = False  # the round-trip ratios; a p99 target replaces them
+        if self.target_p99_s is None and ema is not None and baseline:
+            slow = ema > self.decrease_ratio * baseline
+            healthy = ema < self.increase_ratio * baseline
         if retried:
             self._decrease(control, now, "retry", self.decrease_factor)
         elif throttle_ms > 0:
             self._decrease(control, now, "throttle", self.decrease_factor)
         elif all_busy:
             self._decrease(control, now, "in_flight", self.decrease_factor)
-        elif ratios and ema > self.decrease_ratio * baseline:  # type: ignore[operator]
+        elif slow:
             self._decrease(control, now, "rtt", self.decrease_factor)
-        elif ratios and ema < self.increase_ratio * baseline:  # type: ignore[operator]
+        elif healthy:
             self._increase(control, now)
 
     def on_acknowledged(self, broker: int, latencies_s: object, now: float) -> None:
