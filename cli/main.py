@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from cli.analyze_cmd import analyze
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
 from cli.lab_cmd import lab
@@ -24,17 +25,16 @@ from cli.render import (
     comparison_table,
     console,
     describe_topics,
-    live_progress,
     out,
     print_warnings,
     summary_table,
     topics_table,
 )
 from cli.report_cmd import report
+from cli.spark_opts import runner_from_flags, runner_options
 from producer_core.brokers import broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, parse_assignment, settings_help
-from producer_core.engine import run
 from producer_core.results_io import RunRecorder, add_facts, write_results_dir
 
 OUT_HELP = ("Write a results directory: results.json (schema v1), and per run the latency "
@@ -81,6 +81,7 @@ def write_json(path: Path, payload: Any) -> None:
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: start an embedded Tansu broker for this run.")
 @lab_options
+@runner_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write the results JSON to this file.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -96,14 +97,16 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
     """
     shape = lab_shape(workload_flags)
+    runner = runner_from_flags(workload_flags, bootstrap_servers)
     settings = settings_from_flags(overrides, mode)
     workload = workload_from_flags(**workload_flags)
-    with broker_target(bootstrap_servers, **shape) as target:
+    with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
         console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
-                      f"mode {mode}.")
-        with live_progress(f"[{mode}]", progress) as on_progress, warnings.catch_warnings():
+                      f"mode {mode}{runner.description}.")
+        with runner.progress(f"[{mode}]", progress) as on_progress, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            results = RunRecorder(run)(workload, settings, mode, target.bootstrap, on_progress)
+            results = RunRecorder(engine_run)(workload, settings, mode, target.bootstrap,
+                                              on_progress)
         results.broker = target.description
     payload = results.to_dict()
     add_facts(payload, target.embedded)
@@ -140,6 +143,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: one embedded Tansu broker for all modes.")
 @lab_options
+@runner_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write every run and the summary as JSON to this file.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -159,6 +163,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     kbatch compare-modes --partitions 1000 --rate 20000 --duration 30 --linger-ms 500
     """
     shape = lab_shape(workload_flags)
+    runner = runner_from_flags(workload_flags, bootstrap_servers)
     modes = parse_modes(modes_text, MODES)
     common = [parse_assignment(text) for text in overrides]
     mode_runs = parse_mode_configs(modes, common, mode_configs, linger_ms)
@@ -172,12 +177,14 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         stack.close()
         console.print(f"Running mode {mode}" + (f", round {round_index + 1}/{repeat}"
                                                  if repeat > 1 else "") + ".")
-        return stack.enter_context(live_progress(f"[{mode}]", progress))
+        return stack.enter_context(runner.progress(f"[{mode}]", progress))
 
-    with broker_target(bootstrap_servers, **shape) as target, stack, warnings.catch_warnings():
+    with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run, \
+            stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        console.print(f"Comparing {', '.join(modes)} on {target.description}.")
-        recorder = RunRecorder(run)
+        console.print(f"Comparing {', '.join(modes)} on {target.description}"
+                      f"{runner.description}.")
+        recorder = RunRecorder(engine_run)
         document = compare(workload, mode_runs, target.bootstrap, repeat, on_start,
                            run_one=recorder)
         document["broker"] = target.description
@@ -197,6 +204,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
 cli.add_command(report)
 cli.add_command(gate)
 cli.add_command(lab)
+cli.add_command(analyze)
 
 
 def main() -> None:

@@ -1,0 +1,260 @@
+"""Merging the Results of the shares of a distributed run, exactly.
+
+A share's Results travel from its Spark task to the driver as a payload of plain Python
+values (`to_payload`): counters, the encoded HdrHistograms (run-wide and per topic), the
+per-request log as columns, and the policy's statistics. `merge_results` adds them up:
+
+- counters add (requests, records, bytes, messages, failures by reason, per broker, per
+  topic), so `requests_sent` of the merge is the sum of the shares';
+- histograms merge from their encoded form, exactly (integer counts per bucket), so the
+  merged percentiles are those of the union of every share's samples;
+- request logs concatenate (send times are relative to each share's start, which is the
+  common start instant), sorted by send time;
+- the duration is the longest share's (they start together), and the rates of the JSON
+  are recomputed from the merged counters and that duration;
+- a policy's own statistics (mode broker's collector, mode java's reasons): counts add,
+  `max` is the largest, `mean` is weighted by the shares' `sends`; percentiles of those
+  per-send figures cannot be merged from summaries, so the merged value is the largest
+  share's (an upper bound).
+
+Nothing here imports pyspark: it is unit-tested on synthetic Results.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from producer_core.histogram import LatencyHistogram
+from producer_core.metrics import (
+    REQUEST_LOG_FIELDS,
+    ClientCounts,
+    RequestRecord,
+    Results,
+    RunMetrics,
+    TopicMetrics,
+)
+
+HISTOGRAMS = ("latency", "generator_lag", "linger", "rtt", "batch_linger")
+COUNTERS = ("retried_requests", "records_sent", "bytes_sent", "messages_generated",
+            "messages_acked", "messages_failed", "blocked_s", "blocked_episodes",
+            "messages_discarded")
+TOPIC_COUNTERS = ("requests", "records_sent", "bytes_sent", "generated", "acknowledged",
+                  "failed", "discarded")
+_SUMMARY_KEY = re.compile(r"(mean|max|min|p\d+)(_[a-z]+)?")
+_CONSTANT_KEYS = {"config", "version", "statistics_interval_ms"}
+
+
+# ------------------------------------------------------------------------- payloads
+
+
+def to_payload(results: Results) -> dict[str, Any]:
+    """Results as plain, picklable values that `from_payload` turns back exactly."""
+    m = results.metrics
+    return {
+        "mode": results.mode,
+        "workload": results.workload,
+        "settings": results.settings,
+        "bootstrap": results.bootstrap,
+        "broker": results.broker,
+        "duration_s": results.duration_s,
+        "warnings": list(results.warnings),
+        "extra": results.extra,
+        "started_at": results.started_at,
+        "counters": {name: getattr(m, name) for name in COUNTERS},
+        "blocked_max_s": m.blocked_max_s,
+        "failed_reasons": dict(m.failed_reasons),
+        "discard_reasons": dict(m.discard_reasons),
+        "requests_by_broker": dict(m.requests_by_broker),
+        "histograms": {name: getattr(m, name).encode() for name in HISTOGRAMS},
+        "requests": {name: [getattr(r, name) for r in m.requests] for name in REQUEST_LOG_FIELDS},
+        "client_counts": asdict(m.client_counts) if m.client_counts is not None else None,
+        "topics": {
+            name: {**{c: getattr(t, c) for c in TOPIC_COUNTERS},
+                   "discard_reasons": dict(t.discard_reasons), "latency": t.latency.encode()}
+            for name, t in m.topics.items()
+        },
+    }
+
+
+def from_payload(payload: dict[str, Any]) -> Results:
+    """The Results a payload was made from (histograms decoded, request log rebuilt)."""
+    m = RunMetrics()
+    for name, value in payload["counters"].items():
+        setattr(m, name, value)
+    m.blocked_max_s = payload["blocked_max_s"]
+    m.failed_reasons.update(payload["failed_reasons"])
+    m.discard_reasons.update(payload["discard_reasons"])
+    m.requests_by_broker.update({int(k): v for k, v in payload["requests_by_broker"].items()})
+    for name, blob in payload["histograms"].items():
+        setattr(m, name, LatencyHistogram.decode(blob))
+    columns = payload["requests"]
+    m.requests = [RequestRecord(**dict(zip(REQUEST_LOG_FIELDS, row, strict=True)))
+                  for row in zip(*(columns[name] for name in REQUEST_LOG_FIELDS), strict=True)]
+    if payload["client_counts"] is not None:
+        m.client_counts = ClientCounts(**payload["client_counts"])
+    for name, data in payload["topics"].items():
+        topic = TopicMetrics(**{c: data[c] for c in TOPIC_COUNTERS})
+        topic.discard_reasons.update(data["discard_reasons"])
+        topic.latency = LatencyHistogram.decode(data["latency"])
+        m.topics[name] = topic
+    return Results(
+        mode=payload["mode"], workload=payload["workload"], settings=payload["settings"],
+        bootstrap=payload["bootstrap"], broker=payload["broker"],
+        duration_s=payload["duration_s"], metrics=m, warnings=list(payload["warnings"]),
+        extra=payload["extra"], started_at=payload["started_at"],
+    )
+
+
+# ------------------------------------------------------------------------- merging
+
+
+def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = None) -> Results:
+    """One Results holding what every share measured (see the module docstring).
+
+    `workload` is the whole run's workload (the shares' carry their share's rates).
+    """
+    if not shares:
+        raise ValueError("nothing to merge")
+    m = RunMetrics()
+    for share in shares:
+        s = share.metrics
+        m.requests.extend(s.requests)
+        m.requests_by_broker.update(s.requests_by_broker)
+        for name in COUNTERS:
+            setattr(m, name, getattr(m, name) + getattr(s, name))
+        m.blocked_max_s = max(m.blocked_max_s, s.blocked_max_s)
+        m.failed_reasons.update(s.failed_reasons)
+        m.discard_reasons.update(s.discard_reasons)
+        for name in HISTOGRAMS:
+            getattr(m, name).merge(getattr(s, name))
+        for name, topic in s.topics.items():
+            merged = m.topics.setdefault(name, TopicMetrics())
+            for counter in TOPIC_COUNTERS:
+                setattr(merged, counter, getattr(merged, counter) + getattr(topic, counter))
+            merged.discard_reasons.update(topic.discard_reasons)
+            merged.latency.merge(topic.latency)
+    m.requests.sort(key=lambda r: r.send_time_s)  # stable: a share's own order is kept
+    m.client_counts = _merge_client_counts([s.metrics.client_counts for s in shares])
+    first = shares[0]
+    extra: dict[str, Any] = {"messages_intended": sum(
+        s.extra.get("messages_intended", s.metrics.messages_generated) for s in shares)}
+    stats = merge_stats([s.extra.get("json", {}) for s in shares])
+    if stats:
+        extra["json"] = stats
+    started = [s.started_at for s in shares if s.started_at]
+    return Results(
+        mode=first.mode,
+        workload=dict(workload) if workload is not None else first.workload,
+        settings=first.settings,
+        bootstrap=first.bootstrap,
+        broker=first.broker,
+        duration_s=max(s.duration_s for s in shares),
+        metrics=m,
+        warnings=merge_warnings([s.warnings for s in shares]),
+        extra=extra,
+        started_at=min(started) if started else None,
+    )
+
+
+def merge_payloads(payloads: Sequence[dict[str, Any]],
+                   workload: dict[str, Any] | None = None) -> Results:
+    return merge_results([from_payload(p) for p in payloads], workload)
+
+
+def _merge_client_counts(counts: list[ClientCounts | None]) -> ClientCounts | None:
+    """librdkafka's totals: requests and batches add; the batch-size median is the
+    batch-weighted mean of the shares' medians (librdkafka's own is windowed, approximate)."""
+    known = [c for c in counts if c is not None]
+    if not known:
+        return None
+    batches = sum(c.batches for c in known)
+    p50 = (sum(c.batch_bytes_p50 * c.batches for c in known) / batches) if batches else 0.0
+    return ClientCounts(requests=sum(c.requests for c in known), batches=batches,
+                        batch_bytes_p50=p50,
+                        batch_bytes_max=max(c.batch_bytes_max for c in known))
+
+
+def merge_warnings(per_share: Sequence[Sequence[str]]) -> list[str]:
+    """Warnings every share gave once; the others prefixed with their share."""
+    if not per_share:
+        return []
+    common = set(per_share[0]).intersection(*map(set, per_share[1:]))
+    merged: list[str] = []
+    for index, warnings in enumerate(per_share):
+        for warning in warnings:
+            if warning in common:
+                if warning not in merged:
+                    merged.append(warning)
+            elif len(per_share) > 1:
+                merged.append(f"Share {index} of {len(per_share)}: {warning}")
+            else:
+                merged.append(warning)
+    return merged
+
+
+def merge_stats(values: Sequence[Any], weights: Sequence[float] | None = None,
+                key: str = "") -> Any:
+    """Merge the shares' policy statistics (nested dicts of numbers), see module docstring."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    if key in _CONSTANT_KEYS:
+        return present[0]
+    if all(isinstance(v, dict) for v in present):
+        if weights is None or len(weights) != len(values):
+            weights = [1.0] * len(values)
+        sends = [v.get("sends") if isinstance(v, dict) else None for v in values]
+        if all(isinstance(s, int) for s in sends):
+            weights = [float(s) for s in sends]  # per-send summaries weigh by sends
+        keys: list[str] = []
+        for v in present:
+            keys.extend(k for k in v if k not in keys)
+        summary = all(_SUMMARY_KEY.fullmatch(k) for k in keys)
+        merged = {}
+        for k in keys:
+            column = [v.get(k) if isinstance(v, dict) else None for v in values]
+            if summary:
+                merged[k] = _merge_summary_value(k, column, weights)
+            else:
+                merged[k] = merge_stats(column, weights, k)
+        return merged
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return sum(present)
+    if all(v == present[0] for v in present):
+        return present[0]
+    return list(present)
+
+
+def _merge_summary_value(key: str, column: list[Any], weights: Sequence[float]) -> Any:
+    pairs = [(v, w) for v, w in zip(column, weights, strict=True)
+             if isinstance(v, (int, float))]
+    if not pairs:
+        return None
+    numbers = [v for v, _ in pairs]
+    if key.startswith("mean"):
+        total = sum(w for _, w in pairs)
+        if total <= 0:
+            return round(sum(numbers) / len(numbers), 3)
+        return round(sum(v * w for v, w in pairs) / total, 3)
+    if key.startswith("min"):
+        return min(numbers)
+    return max(numbers)  # max, and percentiles: the largest share's (an upper bound)
+
+
+def share_summary(results: Results) -> dict[str, Any]:
+    """A share's headline figures, for the merged JSON's `runner.shares`."""
+    m = results.metrics
+    return {
+        "requests_sent": results.requests_sent,
+        "records_sent": m.records_sent,
+        "messages_sent": m.messages_generated,
+        "acknowledged": m.messages_acked,
+        "failed": m.messages_failed,
+        "duration_s": round(results.duration_s, 6),
+        "achieved_msgs_per_s": round(results.achieved_rate, 1),
+        "latency_p99_ms": round(m.latency.percentile_ms(99), 3) if m.latency.count else 0.0,
+    }
+
