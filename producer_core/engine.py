@@ -19,17 +19,17 @@ from typing import Any
 import numpy as np
 from aiokafka.errors import for_code
 from aiokafka.protocol.produce import ProduceRequest
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.config import ProducerSettings
-from producer_core.errors import BrokerError, UsageError
+from producer_core.errors import BrokerError
 from producer_core.generator import Generator
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
 from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.metrics import RequestRecord, Results, RunMetrics
+from producer_core.run_checks import check_message_fits, largest_record, run_warnings
 from producer_core.transport import Cluster
-from producer_core.workload import TopicSpec, Workload
+from producer_core.workload import Workload
 
 PROGRESS_INTERVAL_S = 0.25
 START_LEAD_S = 0.02
@@ -91,26 +91,9 @@ class Engine:
         self.topic_created = False
 
     # ----------------------------------------------------------------- setup
-    def _largest_record(self, spec: TopicSpec) -> int:
-        key = b"key-%d" % max(0, spec.keys.count - 1) if spec.keys.count else None
-        headers = list(spec.headers)
-        return DefaultRecordBatchBuilder.estimate_size_in_bytes(
-            key, bytes(spec.sizes.largest), headers)
-
-    def _check_message_fits(self) -> None:
-        limit = self.settings.max_request_size
-        for spec in self.workload.topic_specs():
-            record = self._largest_record(spec)
-            if record + 256 > limit:
-                raise UsageError(
-                    f"A message of {spec.sizes.largest} bytes (topic {spec.name!r}) needs "
-                    f"about {record} bytes on the wire, which does not fit "
-                    f"max.request.size={limit}. Lower the message size or raise "
-                    "max.request.size with -X max.request.size=N."
-                )
-
     async def _setup(self) -> None:
-        self._check_message_fits()
+        check_message_fits(self.workload.topic_specs(), self.settings.max_request_size,
+                           "max.request.size")
         await self.cluster.connect()
         specs = self.workload.topic_specs()
         self.slots: list[TopicPartition] = []
@@ -140,7 +123,7 @@ class Engine:
         self.blocked = BlockedGenerator(self.settings["max.block.ms"] / 1000.0, self.metrics)
         self.batch_memory: BatchMemory | None = None
         if self.mode == "java":  # Java's BufferPool: batch.size per batch until its response
-            record = max(self._largest_record(spec) for spec in specs)
+            record = max(largest_record(spec) for spec in specs)
             self.batch_memory = BatchMemory(self.settings["buffer.memory"],
                                             max(self.settings.batch_size, record))
 
@@ -470,25 +453,7 @@ class Engine:
             ))
 
     def _results(self, end: float) -> Results:
-        warnings = []
-        lag = self.metrics.generator_lag
-        if lag.count and lag.percentile_ms(99) > max(10.0, 0.05 * 1000 * (self.workload.duration_s
-                                                                          or 1)):
-            warnings.append(
-                f"The generator fell behind its schedule (lag p99 {lag.percentile_ms(99):.1f} ms,"
-                f" max {lag.max_ms:.1f} ms): the load was lower than asked for, and latencies "
-                "include that lag."
-            )
-        if self.metrics.messages_failed:
-            warnings.append(f"{self.metrics.messages_failed} messages failed: "
-                            f"{dict(self.metrics.failed_reasons)}.")
-        if self.metrics.blocked_episodes:
-            m = self.metrics
-            warnings.append(
-                f"The generator was blocked on buffer.memory for {m.blocked_s * 1000:.1f} ms in "
-                f"total ({m.blocked_episodes} times, longest {m.blocked_max_s * 1000:.1f} ms): "
-                "every message due meanwhile was delayed by it."
-            )
+        warnings = run_warnings(self.metrics, self.workload, "buffer.memory")
         warnings.extend(self.settings.warnings)
         extra: dict[str, Any] = {"messages_intended": self._intended
                                  or self.metrics.messages_generated}

@@ -40,7 +40,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
 from producer_core.engine import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
@@ -48,6 +47,7 @@ from producer_core.errors import ConfigError, UsageError
 from producer_core.generator import Generator
 from producer_core.memory import BlockedGenerator
 from producer_core.metrics import ClientCounts, Results, RunMetrics, TopicMetrics
+from producer_core.run_checks import check_message_fits, run_warnings
 from producer_core.transport import Cluster
 from producer_core.workload import TopicSpec, Workload
 
@@ -364,23 +364,7 @@ class LibrdkafkaRun:
             topic.requests = self._batches[name] if batches == requests else 0
             topic.records_sent = self._batch_records[name]
             topic.bytes_sent = self._batch_bytes[name]
-        warnings = []
-        lag = m.generator_lag
-        if lag.count and lag.percentile_ms(99) > max(10.0, 0.05 * 1000 * (
-                self.workload.duration_s or 1)):
-            warnings.append(
-                f"The generator fell behind its schedule (lag p99 {lag.percentile_ms(99):.1f} ms,"
-                f" max {lag.max_ms:.1f} ms): the load was lower than asked for, and latencies "
-                "include that lag."
-            )
-        if m.messages_failed:
-            warnings.append(f"{m.messages_failed} messages failed: {dict(m.failed_reasons)}.")
-        if m.blocked_episodes:
-            warnings.append(
-                f"The generator was blocked on a full librdkafka queue for "
-                f"{m.blocked_s * 1000:.1f} ms in total ({m.blocked_episodes} times, longest "
-                f"{m.blocked_max_s * 1000:.1f} ms): every message due meanwhile was delayed by it."
-            )
+        warnings = run_warnings(m, self.workload, "a full librdkafka queue")
         if self._errors:
             warnings.append(f"librdkafka reported errors: {dict(self._errors)}.")
         if batches != requests:
@@ -433,17 +417,7 @@ def _weighted_median(points: list[tuple[int, float]]) -> float:
 def _check_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings) -> None:
     """The engine's check, against librdkafka's request limit (message.max.bytes)."""
     limit = settings.max_request_size if "max.request.size" in settings.explicit else 1_000_000
-    for spec in specs:
-        key = b"key-%d" % max(0, spec.keys.count - 1) if spec.keys.count else None
-        record = DefaultRecordBatchBuilder.estimate_size_in_bytes(
-            key, bytes(spec.sizes.largest), list(spec.headers))
-        if record + 256 > limit:
-            raise UsageError(
-                f"A message of {spec.sizes.largest} bytes (topic {spec.name!r}) needs about "
-                f"{record} bytes on the wire, which does not fit librdkafka's "
-                f"message.max.bytes={limit}. Lower the message size or raise it with "
-                "-X max.request.size=N."
-            )
+    check_message_fits(specs, limit, "librdkafka's message.max.bytes")
 
 
 async def run_async(

@@ -32,32 +32,28 @@ class Segment:
     def length(self) -> float:
         return self.end - self.start
 
+    @property
+    def slope(self) -> float:
+        """Rate change per second (0 for constant and open-ended segments)."""
+        if not math.isfinite(self.length) or not self.length:
+            return 0.0
+        return (self.rate_end - self.rate_start) / self.length
+
     def count(self, t: float) -> float:
         """Messages intended in [start, t] (t within the segment), as a real number."""
         dt = min(max(t - self.start, 0.0), self.length)
-        if not math.isfinite(self.length):
-            return self.rate_start * dt
-        slope = (self.rate_end - self.rate_start) / self.length if self.length else 0.0
-        return self.rate_start * dt + slope * dt * dt / 2
+        return self.rate_start * dt + self.slope * dt * dt / 2
 
     def offset(self, k: float) -> float:
         """`offsets` for one value, in plain Python (the scheduler asks this every pass)."""
-        r0 = self.rate_start
-        slope = (
-            (self.rate_end - r0) / self.length
-            if math.isfinite(self.length) and self.length else 0.0
-        )
+        r0, slope = self.rate_start, self.slope
         if abs(slope) < 1e-12:
             return self.start + k / r0
         return self.start + (math.sqrt(max(r0 * r0 + 2.0 * slope * k, 0.0)) - r0) / slope
 
     def offsets(self, k: np.ndarray) -> np.ndarray:
         """Offsets at which the segment's own count reaches each of `k` (floats >= 0)."""
-        r0 = self.rate_start
-        slope = (
-            (self.rate_end - r0) / self.length
-            if math.isfinite(self.length) and self.length else 0.0
-        )
+        r0, slope = self.rate_start, self.slope
         if abs(slope) < 1e-12:
             return self.start + k / r0
         # r0*dt + slope*dt^2/2 = k  ->  dt = (-r0 + sqrt(r0^2 + 2*slope*k)) / slope
