@@ -135,6 +135,8 @@ class Engine:
             self.start = self.loop.time() + START_LEAD_S
             if self.workload.start_at is not None:  # a share of a distributed run
                 self.start = self.loop.time() + max(0.0, self.workload.start_at - time.time())
+                # wait for the common start: an unthrottled schedule is due at once
+                await asyncio.sleep(max(0.0, self.start - self.loop.time()))
             self._warmup_until = self.start + self.workload.warmup_s
             self.generator.begin(self.start)
             self.policy.begin(self.start)

@@ -271,6 +271,9 @@ class LibrdkafkaRun:
                                   _ProduceSink(self, producer),  # type: ignore[arg-type]
                                   _NoPolicy(), self.metrics)  # type: ignore[arg-type]
             self.start = self.clock() + START_LEAD_S
+            if self.workload.start_at is not None:  # a share of a distributed run
+                self.start = self.clock() + max(0.0, self.workload.start_at - time.time())
+                time.sleep(max(0.0, self.start - self.clock()))
             self._warmup_until = self.start + self.workload.warmup_s
             self._last_progress = self.start
             generator.begin(self.start)
