@@ -260,7 +260,10 @@ def analyze(spark: Any, entries: Sequence[RunEntry], out_dir: Path,
                              f"{first} Columns: {', '.join(GROUPABLE)}, settings['KEY'].") \
                 from None
     meta = meta.cache()
-    paths = [row.requests_path for row in meta.select("requests_path").collect()]
+    if where:
+        paths = [row.requests_path for row in meta.select("requests_path").collect()]
+    else:  # every run: no Spark job needed to know which logs to read
+        paths = [entry.row["requests_path"] for entry in entries]
     if not paths:
         raise UsageError(f"No run matches --where {where!r}.")
     log = (spark.read.parquet(*paths)

@@ -12,10 +12,11 @@ per-request log as columns, and the policy's statistics. `merge_results` adds th
   common start instant), sorted by send time;
 - the duration is the longest share's (they start together), and the rates of the JSON
   are recomputed from the merged counters and that duration;
-- a policy's own statistics (mode broker's collector, mode java's reasons): counts add,
-  `max` is the largest, `mean` is weighted by the shares' `sends`; percentiles of those
-  per-send figures cannot be merged from summaries, so the merged value is the largest
-  share's (an upper bound).
+- a policy's own statistics (mode broker's collector, mode java's reasons, ...): counts
+  add, `max` is the largest, `mean` is weighted by the shares' `sends`; percentiles of
+  those per-send figures cannot be merged from summaries, so the merged value is the
+  largest share's (an upper bound); a value that is neither (an AIMD controller's final
+  window) is kept if the shares agree, else listed per share, in share order.
 
 Nothing here imports pyspark: it is unit-tested on synthetic Results.
 """
@@ -43,7 +44,8 @@ COUNTERS = ("retried_requests", "records_sent", "bytes_sent", "messages_generate
             "messages_discarded")
 TOPIC_COUNTERS = ("requests", "records_sent", "bytes_sent", "generated", "acknowledged",
                   "failed", "discarded")
-_SUMMARY_KEY = re.compile(r"(mean|max|min|p\d+)(_[a-z]+)?")
+_SUMMARY_KEY = re.compile(r"(?:^|_)(mean|max|min|p\d+)(?:_|$)")
+_SUMMARY_DICT_KEY = re.compile(r"(?:mean|max|min|p\d+)(?:_ms|_s|_us)?")
 _CONSTANT_KEYS = {"config", "version", "statistics_interval_ms"}
 
 
@@ -196,50 +198,65 @@ def merge_warnings(per_share: Sequence[Sequence[str]]) -> list[str]:
 
 
 def merge_stats(values: Sequence[Any], weights: Sequence[float] | None = None,
-                key: str = "") -> Any:
-    """Merge the shares' policy statistics (nested dicts of numbers), see module docstring."""
+                key: str = "", in_summary: bool = False) -> Any:
+    """Merge the shares' policy statistics (nested dicts), see the module docstring.
+
+    Integers are counts and add, except in a summary (a dict whose keys are all like
+    `mean`, `p50`, `max_ms`). A value of a summary, or a fractional number named like one
+    (`rtt_p50_ms`, a window's `mean`), merges as such: `mean` weighted by the shares'
+    `sends`, `min` and `max` as such, a percentile as the largest share's. Any other value
+    is kept if every share has the same, else the shares' values are listed in share order
+    (lists, such as a window's change points, are concatenated).
+    """
     present = [v for v in values if v is not None]
     if not present:
         return None
+    if weights is None or len(weights) != len(values):
+        weights = [1.0] * len(values)
+    summary = _SUMMARY_KEY.search(key)
+    numbers = all(_is_number(v) for v in present)
+    if numbers and summary and (in_summary or not all(_is_count(v) for v in present)):
+        return _merge_summary_value(summary.group(1), values, weights)
     if key in _CONSTANT_KEYS:
         return present[0]
     if all(isinstance(v, dict) for v in present):
-        if weights is None or len(weights) != len(values):
-            weights = [1.0] * len(values)
         sends = [v.get("sends") if isinstance(v, dict) else None for v in values]
-        if all(isinstance(s, int) for s in sends):
+        if all(_is_count(s) for s in sends):
             weights = [float(s) for s in sends]  # per-send summaries weigh by sends
         keys: list[str] = []
         for v in present:
             keys.extend(k for k in v if k not in keys)
-        summary = all(_SUMMARY_KEY.fullmatch(k) for k in keys)
-        merged = {}
-        for k in keys:
-            column = [v.get(k) if isinstance(v, dict) else None for v in values]
-            if summary:
-                merged[k] = _merge_summary_value(k, column, weights)
-            else:
-                merged[k] = merge_stats(column, weights, k)
-        return merged
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        summary_dict = all(_SUMMARY_DICT_KEY.fullmatch(k) for k in keys)
+        return {k: merge_stats([v.get(k) if isinstance(v, dict) else None for v in values],
+                               weights, k, summary_dict) for k in keys}
+    if all(_is_count(v) for v in present):
         return sum(present)
-    if all(v == present[0] for v in present):
+    if all(v == present[0] for v in present[1:]):
         return present[0]
+    if all(isinstance(v, list) for v in present):
+        return [item for v in present for item in v]
     return list(present)
 
 
-def _merge_summary_value(key: str, column: list[Any], weights: Sequence[float]) -> Any:
-    pairs = [(v, w) for v, w in zip(column, weights, strict=True)
-             if isinstance(v, (int, float))]
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _merge_summary_value(kind: str, column: Sequence[Any], weights: Sequence[float]) -> Any:
+    pairs = [(v, w) for v, w in zip(column, weights, strict=True) if _is_number(v)]
     if not pairs:
         return None
     numbers = [v for v, _ in pairs]
-    if key.startswith("mean"):
+    if kind == "mean":
         total = sum(w for _, w in pairs)
         if total <= 0:
             return round(sum(numbers) / len(numbers), 3)
         return round(sum(v * w for v, w in pairs) / total, 3)
-    if key.startswith("min"):
+    if kind == "min":
         return min(numbers)
     return max(numbers)  # max, and percentiles: the largest share's (an upper bound)
 

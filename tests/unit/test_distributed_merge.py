@@ -131,6 +131,32 @@ def test_policy_statistics_add_counts_and_weigh_means_by_sends():
                                       "statistics_interval_ms": 100, "batches": 8}}
 
 
+def test_reasons_named_like_summaries_still_add_and_gauges_keep_each_share():
+    a = {"collector": {"sends": 1, "sends_by_reason": {"max_partitions": 2, "max_bytes": 1},
+                       "requests_per_send": {"mean": 1, "max": 2},
+                       "aimd": {"bounds_ms": [1.0, 500.0], "brokers": {"1": {
+                           "window_ms": {"initial": 5.0, "final": 20.0, "mean": 10.0,
+                                         "min": 5.0, "max": 20.0},
+                           "increases": 3, "rtt_ema_ms": 1.5}}},
+                       "window_over_time": [[0.0, 1, 5.0], [1.0, 1, 20.0]]}}
+    b = {"collector": {"sends": 3, "sends_by_reason": {"max_partitions": 1, "max_bytes": 0},
+                       "requests_per_send": {"mean": 2, "max": 3},
+                       "aimd": {"bounds_ms": [1.0, 500.0], "brokers": {"1": {
+                           "window_ms": {"initial": 5.0, "final": 40.0, "mean": 30.0,
+                                         "min": 5.0, "max": 40.0},
+                           "increases": 4, "rtt_ema_ms": 2.5}}},
+                       "window_over_time": [[0.0, 1, 5.0]]}}
+    merged = merge_stats([a, b])["collector"]
+    assert merged["sends_by_reason"] == {"max_partitions": 3, "max_bytes": 1}
+    assert merged["requests_per_send"] == {"mean": 1.75, "max": 3}
+    broker = merged["aimd"]["brokers"]["1"]
+    assert merged["aimd"]["bounds_ms"] == [1.0, 500.0]
+    assert broker["window_ms"] == {"initial": 5.0, "final": [20.0, 40.0], "mean": 25.0,
+                                   "min": 5.0, "max": 40.0}
+    assert broker["increases"] == 7 and broker["rtt_ema_ms"] == [1.5, 2.5]
+    assert merged["window_over_time"] == [[0.0, 1, 5.0], [1.0, 1, 20.0], [0.0, 1, 5.0]]
+
+
 def test_librdkafka_totals_add():
     shares = [share(1, "partition"), share(2, "partition")]
     shares[0].metrics.client_counts = ClientCounts(100, 100, 500.0, 900.0)
