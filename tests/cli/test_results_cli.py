@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pyarrow.parquet as pq
 import pytest
 
+from producer_core.results_io import results_schema
 from tests.cli.test_produce_cli import ROOT, kbatch
 
 
@@ -18,6 +20,7 @@ def test_produce_out_then_report_and_gate(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((out / "results.json").read_text())
     assert doc["kind"] == "run" and doc["schema_version"] == 1
+    jsonschema.validate(doc, results_schema())  # a real run against the published schema
     assert doc["broker_version"].startswith("tansu ")
     assert doc["host"]["cpu_count"] >= 1 and doc["started_at"].endswith("Z")
     files = doc["files"]
