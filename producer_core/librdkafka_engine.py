@@ -447,14 +447,3 @@ async def run_async(
         runner.stop.set()
         raise
 
-
-def run(
-    workload: Workload,
-    settings: ProducerSettings,
-    mode: str,
-    bootstrap: str,
-    on_progress: Callable[[Progress], None] | None = None,
-    deliveries: list[Delivery] | None = None,
-) -> Results:
-    """`producer_core.engine.run` for mode librdkafka."""
-    return asyncio.run(run_async(workload, settings, mode, bootstrap, on_progress, deliveries))
