@@ -19,6 +19,8 @@ from collections import Counter
 from types import TracebackType
 from typing import Any
 
+from producer_core.loop_thread import LoopThread
+
 __all__ = ["API_FETCH", "API_METADATA", "API_PRODUCE", "CountingProxy", "FrameCounter"]
 
 API_PRODUCE = 0
@@ -88,8 +90,7 @@ class CountingProxy:
         self._counts: Counter[int] = Counter()
         self._versions: Counter[tuple[int, int]] = Counter()
         self._connections = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._runner = LoopThread("counting-proxy")
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._port: int | None = None
@@ -143,53 +144,14 @@ class CountingProxy:
 
     def start(self, timeout_s: float = 5.0) -> CountingProxy:
         """Start the loop thread and listen; returns once the port is bound."""
-        if self._thread is not None:
-            return self
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        error: list[BaseException] = []
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self._listen())
-            except BaseException as exc:  # reported to start()'s caller
-                error.append(exc)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            try:
-                loop.run_forever()
-            finally:
-                loop.close()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name="counting-proxy", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout_s):
-            self.stop()
-            raise RuntimeError("CountingProxy did not start listening in time")
-        if error:
-            self._thread.join(timeout_s)
-            self._thread = None
-            self._loop = None
-            raise error[0]
+        if not self._runner.running:
+            self._runner.start(self._listen, timeout_s,
+                               RuntimeError("CountingProxy did not start listening in time"))
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Close the listener and every proxied connection, then end the thread."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        self._loop = self._thread = None
-        if not loop.is_closed():
-            fut = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
-            with contextlib.suppress(Exception):
-                fut.result(timeout_s)
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout_s)
+        self._runner.stop(self._shutdown, timeout_s)
 
     def __enter__(self) -> CountingProxy:
         return self.start()

@@ -30,6 +30,7 @@ from producer_core.errors import BrokerError
 from producer_core.lab import protocol
 from producer_core.lab.delay import DelayModel, OrderedRelease
 from producer_core.lab.layout import Layout, Node
+from producer_core.loop_thread import LoopThread
 
 _SIZE = struct.Struct(">i")
 MAX_FRAME_BYTES = 128 * 1024 * 1024
@@ -118,8 +119,7 @@ class Facade:
         self._counts: dict[int, Counter[int]] = {n: Counter() for n in range(1, nodes + 1)}
         self._connections: Counter[int] = Counter()
         self._errors: list[str] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._runner = LoopThread("kbatch-lab-facade")
         self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -131,42 +131,14 @@ class Facade:
         Every port is bound before this returns, so nothing can take them while the
         backends start. A taken port fails with all taken ports named.
         """
-        if self._thread is not None:
+        if self._runner.running:
             assert self.layout is not None
             return self.layout
         wanted = list(ports) if ports is not None else [0] * self._node_count
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        outcome: list[BaseException | Layout] = []
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                outcome.append(loop.run_until_complete(self._listen(wanted)))
-            except BaseException as exc:  # handed to start()'s caller
-                outcome.append(exc)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            try:
-                loop.run_forever()
-            finally:
-                loop.close()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name="kbatch-lab-facade", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout_s):
-            self.stop()
-            raise BrokerError("The lab facade did not start listening in time.")
-        result = outcome[0]
-        if isinstance(result, BaseException):
-            self._thread.join(timeout_s)
-            self._thread = self._loop = None
-            raise result
-        self.layout = result
-        return result
+        self.layout = self._runner.start(
+            lambda: self._listen(wanted), timeout_s,
+            BrokerError("The lab facade did not start listening in time."))
+        return self.layout
 
     def set_backends(self, backends: Sequence[tuple[str, int]]) -> None:
         """Backend k (1-based, in order) serves node k; connections made before wait."""
@@ -198,19 +170,7 @@ class Facade:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Close the listeners and every connection, then end the loop thread; idempotent."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        self._loop = self._thread = None
-        if not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
-                with contextlib.suppress(Exception):
-                    future.result(timeout_s)
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(loop.stop)
-        if thread is not threading.current_thread():
-            thread.join(timeout_s)
+        self._runner.stop(self._shutdown, timeout_s)
 
     # ------------------------------------------------------------------ internals
 
