@@ -21,8 +21,6 @@ Pure: no clock and no I/O; time comes in as arguments (seconds).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Mapping
 
 from producer_core.accumulator import (
@@ -34,6 +32,7 @@ from producer_core.accumulator import (
     ProducerBatch,
 )
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+from producer_core.linger.deadlines import HeadDeadlines
 
 REASONS = ("flush", "memory", "retry", "batch_full", "linger")
 """Why a broker was ready, in priority order; a request is tagged with the first that held."""
@@ -53,9 +52,7 @@ class JavaLinger(LingerPolicy):
     ) -> None:
         super().__init__(accumulator, leaders, limits)
         self.linger_s = linger_s
-        # (deadline, tie-breaker, slot, head batch): lazily invalidated when the head changes
-        self._waiting: list[tuple[float, int, int, ProducerBatch]] = []
-        self._seq = itertools.count()
+        self._deadlines = HeadDeadlines(accumulator, linger_s)
         self._ready: dict[int, dict[int, str]] = {}  # broker -> sendable slot -> reason
         self._nonempty: dict[int, set[int]] = {}  # broker -> slots with data
         self._drain_index: dict[int, int] = {}  # broker -> position where the next walk starts
@@ -102,16 +99,11 @@ class JavaLinger(LingerPolicy):
         elif self.linger_s <= 0:
             self._mark(slot, "linger")
         else:
-            heapq.heappush(self._waiting, (head.created + self.linger_s, next(self._seq),
-                                           slot, head))
+            self._deadlines.watch(slot, head)
 
     def _expire(self, now: float) -> None:
-        waiting = self._waiting
-        head = self.accumulator.head
-        while waiting and waiting[0][0] <= now:
-            _, _, slot, batch = heapq.heappop(waiting)
-            if head(slot) is batch:
-                self._mark(slot, "linger")
+        for slot in self._deadlines.expired(now):
+            self._mark(slot, "linger")
 
     # ------------------------------------------------------------------ events
     def on_append(self, slot: int, event: int, now: float) -> None:
@@ -195,11 +187,7 @@ class JavaLinger(LingerPolicy):
         return plans
 
     def next_wakeup(self) -> float | None:
-        waiting = self._waiting
-        head = self.accumulator.head
-        while waiting and head(waiting[0][2]) is not waiting[0][3]:
-            heapq.heappop(waiting)
-        return waiting[0][0] if waiting else None
+        return self._deadlines.next_deadline()
 
     # ---------------------------------------------------------------- metrics
     def stats(self) -> dict[str, object]:

@@ -12,8 +12,6 @@ slot is free, and what queues meanwhile rides along in the next request.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Mapping
 from itertools import islice
 
@@ -25,6 +23,7 @@ from producer_core.accumulator import (
     drain_request,
 )
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+from producer_core.linger.deadlines import HeadDeadlines
 
 
 class PartitionLinger(LingerPolicy):
@@ -39,17 +38,12 @@ class PartitionLinger(LingerPolicy):
     ) -> None:
         super().__init__(accumulator, leaders, limits)
         self.linger_s = linger_s
-        # (deadline, tie-breaker, slot, head batch): lazily invalidated when the head changes
-        self._waiting: list[tuple[float, int, int, ProducerBatch]] = []
+        self._deadlines = HeadDeadlines(accumulator, linger_s)
         # broker -> ready slots, in the order they became ready (oldest first)
         self._ready: dict[int, dict[int, None]] = {}
-        self._seq = itertools.count()
 
     def _mark_ready(self, slot: int) -> None:
         self._ready.setdefault(self.leaders[slot], {})[slot] = None
-
-    def _is_ready(self, slot: int) -> bool:
-        return slot in self._ready.get(self.leaders[slot], ())
 
     def set_leaders(self, leaders: list[int]) -> None:
         ready = [slot for marks in self._ready.values() for slot in marks]
@@ -66,8 +60,7 @@ class PartitionLinger(LingerPolicy):
         if self.linger_s <= 0 or self.accumulator.head_is_full(slot):
             self._mark_ready(slot)
         else:
-            entry = (head.created + self.linger_s, next(self._seq), slot, head)
-            heapq.heappush(self._waiting, entry)
+            self._deadlines.watch(slot, head)
 
     def on_append(self, slot: int, event: int, now: float) -> None:
         if event == BECAME_NONEMPTY:
@@ -79,12 +72,8 @@ class PartitionLinger(LingerPolicy):
         self._mark_ready(slot)
 
     def _expire(self, now: float) -> None:
-        waiting = self._waiting
-        accumulator = self.accumulator
-        while waiting and (waiting[0][0] <= now or self.flushing):
-            _, _, slot, batch = heapq.heappop(waiting)
-            if accumulator.head(slot) is batch:
-                self._mark_ready(slot)
+        for slot in self._deadlines.expired(now, everything=self.flushing):
+            self._mark_ready(slot)
 
     def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
         self._expire(now)
@@ -123,10 +112,7 @@ class PartitionLinger(LingerPolicy):
         return "batch_full" if early else "linger"
 
     def next_wakeup(self) -> float | None:
-        waiting = self._waiting
-        while waiting and self.accumulator.head(waiting[0][2]) is not waiting[0][3]:
-            heapq.heappop(waiting)
-        return waiting[0][0] if waiting else None
+        return self._deadlines.next_deadline()
 
 
 class NoLinger(PartitionLinger):

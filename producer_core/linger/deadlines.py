@@ -1,0 +1,44 @@
+"""Per-partition linger deadlines, shared by the modes that time each partition (partition,
+java): when does a slot's head batch reach `linger.ms`?
+
+A heap of (deadline, tie-breaker, slot, head batch), invalidated lazily: an entry whose
+batch is no longer its slot's head (it was drained) is skipped when it surfaces.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator
+
+from producer_core.accumulator import Accumulator, ProducerBatch
+
+
+class HeadDeadlines:
+    def __init__(self, accumulator: Accumulator, linger_s: float) -> None:
+        self.accumulator = accumulator
+        self.linger_s = linger_s
+        self._heap: list[tuple[float, int, int, ProducerBatch]] = []
+        self._seq = itertools.count()
+
+    def watch(self, slot: int, head: ProducerBatch) -> None:
+        """Time `head` (the slot's current head batch) from its first record."""
+        heapq.heappush(self._heap, (head.created + self.linger_s, next(self._seq), slot, head))
+
+    def expired(self, now: float, everything: bool = False) -> Iterator[int]:
+        """Slots whose head has waited `linger_s` by `now` (all watched ones if
+        `everything`, as on flush); each is handed out once."""
+        heap = self._heap
+        head = self.accumulator.head
+        while heap and (everything or heap[0][0] <= now):
+            _, _, slot, batch = heapq.heappop(heap)
+            if head(slot) is batch:
+                yield slot
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of a batch that is still its slot's head."""
+        heap = self._heap
+        head = self.accumulator.head
+        while heap and head(heap[0][2]) is not heap[0][3]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
