@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from producer_core.accumulator import Accumulator, ProducerBatch
 
 
@@ -116,3 +118,15 @@ class LingerPolicy(ABC):
     def stats(self) -> dict[str, object]:
         """Mode-specific metrics for the results."""
         return {}
+
+
+def summarize(values: np.ndarray, keys: tuple[str, ...], suffix: str = "") -> dict[str, float]:
+    """`mean`, `p50`, `p99` and `max` of a policy's per-send values, as asked, rounded for
+    the results JSON."""
+    compute = {
+        "mean": lambda: np.mean(values),
+        "p50": lambda: np.percentile(values, 50),
+        "p99": lambda: np.percentile(values, 99),
+        "max": lambda: np.max(values),
+    }
+    return {key + suffix: round(float(compute[key]()), 3) for key in keys}

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from producer_core.accumulator import Accumulator, ProducerBatch, drain_request
-from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan, summarize
 
 REASONS = ("flush", "max_partitions", "max_bytes", "broker_linger", "retry")
 """Send reasons in priority order."""
@@ -389,23 +389,12 @@ class BrokerLinger(LingerPolicy):
             return np.array([getattr(s, name) for s in sends], dtype=np.float64)
 
         result.update(
-            partitions_per_send=_summary(column("partitions"), ("mean", "p50", "max")),
-            bytes_per_send=_summary(column("bytes"), ("mean", "p50", "max")),
-            collected_bytes_per_send=_summary(column("collected_bytes"), ("mean", "max")),
-            collecting_for=_summary(
+            partitions_per_send=summarize(column("partitions"), ("mean", "p50", "max")),
+            bytes_per_send=summarize(column("bytes"), ("mean", "p50", "max")),
+            collected_bytes_per_send=summarize(column("collected_bytes"), ("mean", "max")),
+            collecting_for=summarize(
                 column("collecting_for_s") * 1000.0, ("p50", "p99", "max"), suffix="_ms"
             ),
-            requests_per_send=_summary(column("requests"), ("mean", "max")),
+            requests_per_send=summarize(column("requests"), ("mean", "max")),
         )
         return result
-
-
-def _summary(values: np.ndarray, keys: tuple[str, ...], suffix: str = "") -> dict[str, float]:
-    """`mean`, `p50`, `p99` and `max` of the values, as asked, rounded for the JSON."""
-    compute = {
-        "mean": lambda: np.mean(values),
-        "p50": lambda: np.percentile(values, 50),
-        "p99": lambda: np.percentile(values, 99),
-        "max": lambda: np.max(values),
-    }
-    return {key + suffix: round(float(compute[key]()), 3) for key in keys}

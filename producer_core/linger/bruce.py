@@ -97,7 +97,7 @@ from producer_core.accumulator import (
 )
 from producer_core.config import BRUCE_TOPIC_PREFIX, ProducerSettings, bruce_topic_key
 from producer_core.errors import ConfigError
-from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan, summarize
 from producer_core.workload import TopicSpec
 
 REASONS = ("flush", "memory", "max_messages", "max_bytes", "max_delay")
@@ -614,21 +614,11 @@ class BrucePolicy(LingerPolicy):
                 return np.array([getattr(c, name) for c in done], dtype=np.float64)
 
             result.update(
-                messages_per_batch=_summary(column("messages"), ("mean", "p50", "max")),
-                bytes_per_batch=_summary(column("bytes"), ("mean", "p50", "max")),
-                batch_age=_summary(column("age_s") * 1000.0, ("p50", "p99", "max"), "_ms"),
+                messages_per_batch=summarize(column("messages"), ("mean", "p50", "max")),
+                bytes_per_batch=summarize(column("bytes"), ("mean", "p50", "max")),
+                batch_age=summarize(column("age_s") * 1000.0, ("p50", "p99", "max"), "_ms"),
             )
         if self._batches_per_request:
-            result["batches_per_request"] = _summary(
+            result["batches_per_request"] = summarize(
                 np.array(self._batches_per_request, dtype=np.float64), ("mean", "max"))
         return result
-
-
-def _summary(values: np.ndarray, keys: tuple[str, ...], suffix: str = "") -> dict[str, float]:
-    compute = {
-        "mean": lambda: np.mean(values),
-        "p50": lambda: np.percentile(values, 50),
-        "p99": lambda: np.percentile(values, 99),
-        "max": lambda: np.max(values),
-    }
-    return {key + suffix: round(float(compute[key]()), 3) for key in keys}
