@@ -30,10 +30,11 @@ def connection_problem(exc: BaseException, security: SecurityConfig) -> str | No
             isinstance(exc, kafka_errors.BrokerResponseError) and exc.errno == 58):
         return f"authentication failed ({reason}). {CREDENTIALS_HINT}"
     if isinstance(exc, kafka_errors.UnsupportedSaslMechanismError):
-        offered = reason.split("Enabled mechanisms are:", 1)[-1].strip() if (
-            "Enabled mechanisms are:" in reason) else "unknown"
+        offered = (f" (it offers: {reason.split('Enabled mechanisms are:', 1)[1].strip()})"
+                   if "Enabled mechanisms are:" in reason else "")
         return (f"the broker does not offer sasl.mechanism={security.mechanism} on this "
-                f"listener (it offers: {offered}). Set sasl.mechanism to one it offers.")
+                f"listener{offered}. Set sasl.mechanism to one the listener enables "
+                "(its sasl.enabled.mechanisms), or use a listener that offers it.")
     if isinstance(exc, kafka_errors.IllegalSaslStateError):
         return (f"the broker's listener does not use SASL ({reason}). Use the cluster's "
                 "SASL_SSL or SASL_PLAINTEXT port, or security.protocol=SSL or PLAINTEXT.")
@@ -54,6 +55,16 @@ def connection_problem(exc: BaseException, security: SecurityConfig) -> str | No
         return f"the TLS handshake failed ({reason}): {TLS_HINT.format(protocol=protocol)}."
     if isinstance(exc, (ConnectionResetError, EOFError, asyncio.IncompleteReadError,
                         kafka_errors.KafkaConnectionError)):
+        if security.tls and isinstance(exc, kafka_errors.KafkaConnectionError):
+            # the handshake completed; with TLS 1.3 a refused client certificate shows here
+            if security.cert_pem is None:
+                return ("the broker closed the connection right after the TLS handshake: it "
+                        "probably requires a client certificate (mutual TLS). Set "
+                        "ssl.keystore.location (or ssl.certificate.location and "
+                        "ssl.key.location).")
+            return ("the broker closed the connection right after the TLS handshake: it "
+                    "probably does not trust the client certificate (is it signed by a CA "
+                    "in the broker's ssl.truststore?).")
         if security.tls:
             return (f"the broker closed the connection during the TLS handshake ({reason}): "
                     f"{TLS_HINT.format(protocol=protocol)}.")

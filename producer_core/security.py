@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiokafka.abc import AbstractTokenProvider
+
 from producer_core.errors import ConfigError
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -124,8 +126,8 @@ def _b64(text: str) -> str:
     return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
 
 
-class UnsecuredTokenProvider:
-    """aiokafka's token provider (duck-typed `AbstractTokenProvider`) for `OAuthUnsecured`."""
+class UnsecuredTokenProvider(AbstractTokenProvider):
+    """aiokafka's token provider for `OAuthUnsecured`: a fresh token per connection."""
 
     def __init__(self, oauth: OAuthUnsecured) -> None:
         self.oauth = oauth

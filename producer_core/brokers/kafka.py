@@ -40,7 +40,7 @@ import tempfile
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -118,6 +118,7 @@ class KafkaCluster:
         advertised_ports: Mapping[int, int] | None = None,
         progress: Callable[[str], None] | None = None,
         dist: KafkaDist | None = None,
+        format_args: Sequence[str] = (),
     ) -> None:
         if nodes not in (1, 3):
             raise UsageError(
@@ -133,6 +134,7 @@ class KafkaCluster:
         self._advertised = dict(advertised_ports or {})
         self._progress = progress
         self._dist = dist
+        self._format_args = tuple(format_args)  # e.g. --add-scram for SCRAM users
         self._root: Path | None = None
         self._nodes: dict[int, _Node] = {}
         self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -285,7 +287,8 @@ class KafkaCluster:
         procs = []
         for node in self._nodes.values():
             cmd = self._java(dist, "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
-                             "-c", str(node.data_dir / "server.properties"), heap="256m")
+                             "-c", str(node.data_dir / "server.properties"),
+                             *self._format_args, heap="256m")
             procs.append((node, self._spawn(cmd, subprocess.PIPE)))
         failures = []
         for node, proc in procs:
