@@ -33,7 +33,7 @@ from cli.render import (
 )
 from cli.report_cmd import report
 from cli.spark_opts import runner_from_flags, runner_options
-from producer_core.brokers import broker_target
+from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
 from producer_core.results_io import RunRecorder, add_facts, write_results_dir
@@ -53,6 +53,12 @@ def cli() -> None:
     requests_sent, msgs_per_req and latency percentiles measured from each message's
     intended send time.
     """
+
+
+def announce_start(target: BrokerTarget) -> None:
+    """Say how long starting the broker took (it is most of a short run's wall time)."""
+    if target.started_in_s is not None:
+        console.print(f"Started {target.description} in {target.started_in_s:.1f} s.")
 
 
 def write_json(path: Path, payload: Any) -> None:
@@ -107,6 +113,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     settings = finish_settings(build_settings(client.assignments, mode=mode), client)
     workload = workload_from_flags(**workload_flags)
     with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
+        announce_start(target)
         console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                       f"mode {mode}{runner.description}.")
         with runner.progress(f"[{mode}]", progress) as on_progress, warnings.catch_warnings():
@@ -115,7 +122,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                                               on_progress)
         results.broker = target.description
     payload = results.to_dict()
-    add_facts(payload, target.embedded)
+    add_facts(payload, target.embedded, implementation=target.implementation,
+              version=target.version)
     out.print(summary_table(payload))
     if len(payload.get("topics", {})) > 1:
         out.print(topics_table(payload))
@@ -193,13 +201,15 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run, \
             stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        announce_start(target)
         console.print(f"Comparing {', '.join(modes)} on {target.description}"
                       f"{runner.description}.")
         recorder = RunRecorder(engine_run)
         document = compare(workload, mode_runs, target.bootstrap, repeat, on_start,
                            run_one=recorder)
         document["broker"] = target.description
-    add_facts(document, target.embedded, target.description)
+    add_facts(document, target.embedded, target.description,
+              implementation=target.implementation, version=target.version)
     out.print(comparison_table(document))
     for run_document in document["runs"]:
         for warning in run_document.get("warnings", []):

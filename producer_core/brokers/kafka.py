@@ -214,6 +214,9 @@ class KafkaCluster:
         if self._nodes:
             return self
         dist = self._distribution()
+        if self._progress is not None:
+            self._progress(f"Starting Apache Kafka {dist.version}, {self.nodes} KRaft "
+                           f"node{'s' if self.nodes > 1 else ''} on {self.host}...")
         began = time.monotonic()
         sweep_stale_dirs()
         self._root = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-"))
