@@ -23,7 +23,7 @@ import ipaddress
 import os
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from producer_core.security import MECHANISMS
@@ -55,6 +55,12 @@ class TlsFiles:
     server: Path  # the broker's private key and certificate chain
     client_cert: Path
     client_key: Path
+    issuer: tuple[object, object] = field(default=(None, None), repr=False)  # CA key, cert
+
+    def server_pem(self, path: Path, hosts: Sequence[str]) -> Path:
+        """Another broker key store (key + chain), for other host names."""
+        cert, key = issue(*self.issuer, hosts[0], server=True, hosts=hosts)
+        return _write_private(path, key + cert)
 
 
 def _write_private(path: Path, data: bytes) -> Path:
@@ -134,7 +140,7 @@ def make_tls_files(directory: Path) -> TlsFiles:
     server = _write_private(directory / "broker.pem", server_key + server_cert)
     (directory / "client.crt").write_bytes(client_cert)
     key = _write_private(directory / "client.key", client_key)
-    return TlsFiles(ca_path, server, directory / "client.crt", key)
+    return TlsFiles(ca_path, server, directory / "client.crt", key, (ca_key, ca_cert))
 
 
 class KafkaSecurity:

@@ -15,8 +15,9 @@ def one_paragraph_error(proc, code: int) -> str:
     """The run's error: exit `code`, no traceback, one `Error: ...` paragraph at the end."""
     assert proc.returncode == code, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and "Internal error" not in proc.stderr
-    assert proc.stderr.count("Error: ") == 1, proc.stderr
-    error = proc.stderr[proc.stderr.index("Error: "):]
+    starts = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(starts) == 1, proc.stderr
+    error = proc.stderr[proc.stderr.index(starts[0]):]
     assert error.endswith("\n") and "\n" not in error.rstrip("\n"), error
     return error
 
