@@ -80,9 +80,8 @@ def perf_test(args: argparse.Namespace, cluster: KafkaCluster) -> dict[str, Any]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
                           timeout=args.seconds * 3 + 120)
     out = proc.stdout
-    match = None
-    for match in _SUMMARY.finditer(out):
-        pass
+    summaries = list(_SUMMARY.finditer(out))  # the last line is the whole run's
+    match = summaries[-1] if summaries else None
     if proc.returncode != 0 or match is None:
         raise SystemExit(f"ProducerPerformance failed ({proc.returncode}):\n{out[-3000:]}\n"
                          f"{proc.stderr[-3000:]}")

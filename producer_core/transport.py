@@ -16,6 +16,7 @@ from aiokafka.conn import AIOKafkaConnection, create_conn
 from aiokafka.errors import for_code
 from aiokafka.protocol.admin import CreateTopicsRequest
 from aiokafka.protocol.metadata import MetadataRequest
+from aiokafka.protocol.offset import OffsetRequest
 
 from producer_core.config import ProducerSettings
 from producer_core.connect_errors import connection_problem
@@ -29,6 +30,7 @@ from producer_core.topic_creation import (
 
 CONNECT_TIMEOUT_S = 10.0
 TOPIC_ALREADY_EXISTS = 36
+LATEST_OFFSET = -1  # ListOffsets timestamp meaning "the log end"
 RETRIABLE_METADATA_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
 
 
@@ -203,7 +205,8 @@ class Cluster:
         while True:
             view = await self.refresh_metadata([topic])
             leaders = view.leaders.get(topic, [])
-            if len(leaders) == partitions and all(leader >= 0 for leader in leaders):
+            if (len(leaders) == partitions and all(leader >= 0 for leader in leaders)
+                    and await self._leaders_serve(topic, leaders)):
                 return created
             if asyncio.get_running_loop().time() > deadline:
                 raise BrokerError(
@@ -212,6 +215,25 @@ class Cluster:
                     f"{sum(1 for x in leaders if x < 0)} without a leader)."
                 )
             await asyncio.sleep(0.1)
+
+    async def _leaders_serve(self, topic: str, leaders: list[int]) -> bool:
+        """True once every leader answers ListOffsets for its partitions without an error.
+
+        Apache Kafka (KRaft) lists a new partition's leader in Metadata a moment before
+        that broker serves it; a first Produce then gets NOT_LEADER_OR_FOLLOWER and a
+        retry, which would show up in the run's figures. Asking the leaders first avoids it.
+        """
+        by_leader: dict[int, list[int]] = {}
+        for partition, leader in enumerate(leaders):
+            by_leader.setdefault(leader, []).append(partition)
+        for leader, parts in by_leader.items():
+            conn = await self.connection(leader)
+            response = await conn.send(
+                OffsetRequest(-1, 0, [(topic, [(p, LATEST_OFFSET) for p in parts])]))
+            for entry in response.to_object()["topics"]:
+                if any(p["error_code"] != 0 for p in entry["partitions"]):
+                    return False
+        return True
 
     async def connection(self, node_id: int) -> AIOKafkaConnection:
         conn = self._conns.get(node_id)
