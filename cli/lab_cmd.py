@@ -14,6 +14,7 @@ from cli.errors import friendly_errors
 from cli.options import broker_options
 from cli.render import console
 from producer_core.brokers import validate_broker_choice
+from producer_core.brokers.kafka_security import LAB_LISTENER, LAB_PROTOCOLS, SecuredLab
 from producer_core.errors import BrokerError, UsageError
 from producer_core.lab import MAX_BROKERS, DelayModel, Lab
 from producer_core.lab.state import (
@@ -58,9 +59,16 @@ def lab() -> None:
               help="Node k listens on BASE_PORT + k - 1. Default: free ports the OS picks. "
                    "Tansu only.")
 @broker_options
+@click.option("--security", type=click.Choice(["PLAINTEXT", *LAB_PROTOCOLS],
+                                              case_sensitive=False),
+              default="PLAINTEXT", show_default=True,
+              help="With --broker kafka: a secured listener (generated CA and certificates; "
+                   "SSL requires a client certificate; SASL offers PLAIN, SCRAM-SHA-256/512 "
+                   "and OAUTHBEARER for a generated user) and a ready client.properties next "
+                   "to the lab state, for --command-config.")
 @friendly_errors
 def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, broker: str,
-       kafka_home: str | None) -> None:
+       kafka_home: str | None, security: str) -> None:
     """Start a lab in the foreground; print its bootstrap servers on stdout.
 
     With --broker kafka the lab is real Apache Kafka: --brokers 1 or 3 KRaft nodes on their
@@ -71,6 +79,13 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, bro
     if broker == "kafka" and base_port is not None:
         raise UsageError("--base-port applies to the Tansu lab; with --broker kafka every "
                          "node gets free ports the OS picks.")
+    security = security.upper()
+    if security != "PLAINTEXT" and broker != "kafka":
+        raise UsageError(f"--security {security} needs --broker kafka (the Tansu lab speaks "
+                         "PLAINTEXT only).")
+    if security != "PLAINTEXT" and (rtt_ms or jitter_ms):
+        raise UsageError(f"--security {security} cannot be combined with --rtt-ms/--jitter-ms: "
+                         "the delay relays sit in front of the PLAINTEXT listener only.")
     existing = read_state()
     if existing is not None and process_alive(existing["pid"], UP_MARKER):
         raise BrokerError(
@@ -80,7 +95,7 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, bro
     previous = {sig: signal.signal(sig, _raise_stop) for sig in _STOP_SIGNALS}
     try:
         if broker == "kafka":
-            _run_kafka_lab(brokers, rtt_ms, jitter_ms, kafka_home)
+            _run_kafka_lab(brokers, rtt_ms, jitter_ms, kafka_home, security)
             return
         with Lab(brokers, rtt_ms, jitter_ms, base_port=base_port, facade="thread") as running:
             write_state(_state_document(running))
@@ -102,21 +117,47 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, bro
 
 
 def _run_kafka_lab(brokers: int, rtt_ms: float, jitter_ms: float,
-                   kafka_home: str | None) -> None:
+                   kafka_home: str | None, security: str = "PLAINTEXT") -> None:
     """`lab up --broker kafka`: Apache Kafka nodes, until `lab down`, Ctrl-C or a node exits."""
+    secured = None
+    if security != "PLAINTEXT":
+        path = state_path()
+        secured = SecuredLab(security, path.with_name(f"{path.stem}-security"))
+    try:
+        _serve_kafka_lab(brokers, rtt_ms, jitter_ms, kafka_home, secured)
+    finally:
+        if secured is not None:  # keys and the password go with the lab
+            secured.remove()
+
+
+def _serve_kafka_lab(brokers: int, rtt_ms: float, jitter_ms: float, kafka_home: str | None,
+                     secured: SecuredLab | None) -> None:
     from producer_core.brokers.kafka_target import kafka_target
 
-    with kafka_target(brokers, rtt_ms, jitter_ms, kafka_home) as cluster:
+    options = secured.cluster_options if secured is not None else None
+    with kafka_target(brokers, rtt_ms, jitter_ms, kafka_home,
+                      cluster_options=options) as cluster:
         delay = DelayModel(rtt_ms, jitter_ms)
+        bootstrap = cluster.bootstrap
+        extra: dict[str, Any] = {}
+        if secured is not None:
+            bootstrap = cluster.listener_bootstrap(LAB_LISTENER)
+            extra = {"security": secured.protocol, "plaintext_bootstrap": cluster.bootstrap,
+                     "client_properties": str(secured.write_client_properties(bootstrap))}
         write_state({
-            "pid": os.getpid(), "bootstrap": cluster.bootstrap, "brokers": brokers,
+            "pid": os.getpid(), "bootstrap": bootstrap, **extra, "brokers": brokers,
             "broker": "kafka", "rtt_ms": rtt_ms, "jitter_ms": jitter_ms,
             "nodes": [{"node_id": i, "host": cluster.host, "port": cluster.port(i)}
                       for i in cluster.node_ids],
             "backend_pids": cluster.pids, "backend_marker": "kafka.Kafka",
             "started_at": time.time(),
         })
-        click.echo(cluster.bootstrap)
+        click.echo(bootstrap)
+        if secured is not None:
+            console.print(f"Secured listener ({secured.protocol}): {bootstrap}. Client "
+                          f"properties: {extra['client_properties']}\n  kbatch produce "
+                          f"--command-config {extra['client_properties']}\nPLAINTEXT "
+                          f"listener: {cluster.bootstrap}.")
         for node_id, pid in cluster.node_pids.items():
             address = cluster.bootstrap.split(",")[node_id - 1]
             console.print(f"node {node_id}: {address}  (Kafka pid {pid}, port "

@@ -236,3 +236,46 @@ def _escape(value: str) -> str:
     """Escape a value for a .properties file (backslashes, and a leading blank)."""
     text = value.replace("\\", "\\\\").replace("\n", "\\n")
     return "\\" + text if text[:1] in (" ", "\t") else text
+
+
+LAB_LISTENER = "SECURE"
+LAB_PROTOCOLS = ("SSL", "SASL_SSL", "SASL_PLAINTEXT")
+LAB_MECHANISM = "SCRAM-SHA-512"
+
+
+class SecuredLab:
+    """`kbatch lab up --broker kafka --security P`: one secured listener per node (P; SSL
+    requires a client certificate, so the lab shows mutual TLS), every SASL mechanism on
+    it, and a client.properties (SCRAM-SHA-512 for SASL) in `directory`, which is private
+    (0700) and removed when the lab stops."""
+
+    def __init__(self, protocol: str, directory: Path) -> None:
+        self.protocol = protocol
+        self.directory = Path(directory)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.directory.chmod(0o700)
+        self.security = KafkaSecurity(self.directory, [SecureListener(
+            LAB_LISTENER, protocol, MECHANISMS, client_auth=protocol == "SSL")])
+        self.client_properties_path = self.directory / "client.properties"
+
+    @property
+    def cluster_options(self) -> dict[str, object]:
+        """For `KafkaCluster(...)`: the listener, its settings and the SCRAM users."""
+        return {"extra_listeners": self.security.extra_listeners,
+                "server_properties": self.security.server_properties,
+                "format_args": self.security.format_args}
+
+    def write_client_properties(self, bootstrap: str) -> Path:
+        mechanism = LAB_MECHANISM if self.protocol.startswith("SASL_") else None
+        return write_client_properties(
+            self.client_properties_path,
+            self.security.client_properties(LAB_LISTENER, bootstrap, mechanism),
+            comment=f"kbatch lab ({self.protocol}): kbatch produce --command-config "
+                    f"{self.client_properties_path}\nThe lab's SASL user is "
+                    f"{self.security.user}; the listener also offers "
+                    f"{', '.join(MECHANISMS)}.")
+
+    def remove(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -14,9 +14,10 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from producer_core.brokers.kafka import KafkaCluster
 from producer_core.lab.delay import DelayModel
@@ -44,7 +45,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
 @contextlib.contextmanager
 def kafka_target(nodes: int, rtt_ms: float = 0.0, jitter_ms: float = 0.0,
                  kafka_home: str | Path | None = None,
-                 progress: Callable[[str], None] | None = None) -> Iterator[KafkaCluster]:
+                 progress: Callable[[str], None] | None = None,
+                 cluster_options: Mapping[str, Any] | None = None) -> Iterator[KafkaCluster]:
     """A running cluster of ``nodes`` (1 or 3), behind delaying relays if a delay is asked."""
     delay = DelayModel(rtt_ms, jitter_ms)
     with contextlib.ExitStack() as stack:
@@ -56,7 +58,7 @@ def kafka_target(nodes: int, rtt_ms: float = 0.0, jitter_ms: float = 0.0,
             stack.callback(relays.stop)
             advertised = dict(enumerate(relays.start(), start=1))
         cluster = KafkaCluster(nodes, kafka_home=kafka_home, advertised_ports=advertised,
-                               progress=progress or _stderr)
+                               progress=progress or _stderr, **(cluster_options or {}))
         stack.enter_context(cluster)
         if relays is not None:
             relays.set_upstreams([(cluster.host, cluster.port(i)) for i in cluster.node_ids])
