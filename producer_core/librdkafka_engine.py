@@ -402,6 +402,7 @@ class LibrdkafkaRun:
             topic.records_sent = self._batch_records[name]
             topic.bytes_sent = self._batch_bytes[name]
         warnings = run_warnings(m, self.workload, "a full librdkafka queue")
+        warnings.extend(self.settings.warnings)
         if self._errors:
             warnings.append(f"librdkafka reported errors: {dict(self._errors)}.")
         if batches != requests:

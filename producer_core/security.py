@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import re
 import ssl
@@ -65,6 +66,22 @@ JKS_ERROR = (
     "-deststoretype PKCS12) and set {type_key}=PKCS12, or use PEM files "
     "(ssl.ca.location, ssl.certificate.location, ssl.key.location)."
 )
+
+
+CLEAR_TEXT_WARNING = ("security.protocol=SASL_PLAINTEXT with sasl.mechanism=PLAIN sends the "
+                      "password unencrypted; use SASL_SSL (or SCRAM) on a network you do not "
+                      "trust.")
+
+
+class _SaidOnce(logging.Filter):
+    """aiokafka logs its clear-text warning once per connection, outside kbatch's output;
+    kbatch says it once, as a settings warning (`CLEAR_TEXT_WARNING`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Sending username and password in the clear"
+
+
+logging.getLogger("aiokafka.conn").addFilter(_SaidOnce())
 
 
 def is_secret(key: str) -> bool:
@@ -291,6 +308,8 @@ def build_security(props: Mapping[str, str]) -> SecurityConfig:
     elif ssl_keys:
         warnings.append(f"{', '.join(ssl_keys)} ignored: security.protocol={protocol} does "
                         "not use TLS (use SSL or SASL_SSL).")
+    if protocol == "SASL_PLAINTEXT" and config.get("mechanism") == "PLAIN":
+        warnings.append(CLEAR_TEXT_WARNING)
     security = SecurityConfig(**config, warnings=tuple(warnings))
     security.ssl_context()  # load the key material now: a bad file is a usage error
     return security
