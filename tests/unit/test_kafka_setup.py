@@ -116,3 +116,40 @@ def test_a_failed_fetch_leaves_no_cache_behind(tmp_path, monkeypatch):
     cache = tmp_path / "cache" / "kbatch"
     assert list(cache.iterdir()) == []  # neither the target nor a temp dir
 
+
+
+def _properties(path: Path) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if line)
+    return dict(pairs)
+
+
+def test_node_configs_form_one_quorum_and_take_extra_listeners_and_properties(tmp_path):
+    from producer_core.brokers.kafka import KafkaCluster
+    from producer_core.brokers.kafka_dist import KafkaDist
+
+    cluster = KafkaCluster(
+        nodes=3, advertised_ports={2: 40002},
+        extra_listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT"},
+        server_properties={"sasl.enabled.mechanisms": "PLAIN",
+                           "log.dirs": "{data_dir}/custom",
+                           "kbatch.test.port": "{port:SASL_PLAINTEXT}-{node_id}"},
+        dist=KafkaDist("java", tmp_path, "4.3.1", "test"))
+    cluster._root = tmp_path
+    cluster._plan()
+    configs = {n: _properties(tmp_path / f"node-{n}" / "server.properties") for n in (1, 2, 3)}
+    voters = {c["controller.quorum.voters"] for c in configs.values()}
+    assert len(voters) == 1 and len(next(iter(voters)).split(",")) == 3
+    ports = [cluster.port(n, name) for n in (1, 2, 3)
+             for name in ("CLIENT", "INTERNAL", "CONTROLLER", "SASL_PLAINTEXT")]
+    assert len(set(ports)) == 12  # every listener of every node has its own port
+    two = configs[2]
+    assert two["node.id"] == "2" and two["process.roles"] == "broker,controller"
+    assert f"CLIENT://127.0.0.1:{cluster.port(2)}" in two["listeners"]
+    assert "CLIENT://127.0.0.1:40002" in two["advertised.listeners"]
+    assert "CONTROLLER" not in two["advertised.listeners"]
+    assert "SASL_PLAINTEXT:SASL_PLAINTEXT" in two["listener.security.protocol.map"]
+    assert two["sasl.enabled.mechanisms"] == "PLAIN"
+    assert two["log.dirs"] == f"{tmp_path / 'node-2'}/custom"
+    assert two["kbatch.test.port"] == f"{cluster.port(2, 'SASL_PLAINTEXT')}-2"
+    assert all(c["listeners"].count("127.0.0.1") == 4 for c in configs.values())
+    assert cluster.bootstrap.split(",")[1] == "127.0.0.1:40002"
