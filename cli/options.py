@@ -12,7 +12,6 @@ import click
 
 from producer_core.brokers import BROKERS
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
-from producer_core.config import ProducerSettings, build_settings, parse_assignment
 from producer_core.errors import UsageError
 from producer_core.workload import Workload
 from producer_core.workload_file import load_workload
@@ -121,10 +120,6 @@ def workload_from_flags(
         partitions=partitions, rate=rate, duration_s=duration, messages=messages,
         message_size=message_size, keys=keys, seed=seed, warmup_s=warmup,
     )
-
-
-def settings_from_flags(overrides: tuple[str, ...], mode: str) -> ProducerSettings:
-    return build_settings([parse_assignment(text) for text in overrides], mode=mode)
 
 
 LAB_FLAGS = ("brokers", "rtt_ms", "jitter_ms", "broker", "kafka_home")
