@@ -257,3 +257,24 @@ def test_mistakes_are_one_clear_error_within_seconds(secured, case, mode):
     assert expected in error, error
     assert secured.security.password not in proc.stdout + proc.stderr
     assert elapsed < 20, f"{case}: {elapsed:.1f} s (shared machine)"
+
+
+def test_workload_file_topics_get_the_topic_options(secured, tmp_path):
+    first, second = fresh_topic("wl-a"), fresh_topic("wl-b")
+    workload = tmp_path / "two.yaml"
+    workload.write_text(f"messages: 100\ntopics:\n"
+                        f"  - {{name: {first}, partitions: 2, rate: {{constant: 1000}}}}\n"
+                        f"  - {{name: {second}, partitions: 3, rate: {{constant: 1000}}}}\n")
+    bootstrap = secured.cluster.bootstrap
+    proc = kbatch("produce", "--bootstrap-servers", bootstrap, "--workload", str(workload),
+                  "--topic-config", "retention.ms=777000", "--replication-factor", "1",
+                  "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    for topic in (first, second):
+        assert asyncio.run(describe(bootstrap, topic))["retention.ms"] == "777000"
+    workload.write_text(workload.read_text().replace(first, fresh_topic("wl-c"))
+                        .replace(second, fresh_topic("wl-d")))
+    error = one_paragraph_error(kbatch("produce", "--bootstrap-servers", bootstrap,
+                                       "--workload", str(workload), "--replication-factor",
+                                       "3", "--no-progress"), 1)
+    assert "refused to create topic 'wl-c" in error and "replication factor" in error.lower()
