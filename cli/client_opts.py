@@ -39,8 +39,8 @@ def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
                           "any producer setting. -X overrides it. See README 'Secured "
                           "clusters and client properties'."),
         click.option("--replication-factor", type=int, default=None, metavar="N",
-                     help="Replication factor of topics kbatch creates (default 1); an "
-                          "existing topic with another one is refused."),
+                     help="Replication factor of topics kbatch creates (default 1). When "
+                          "given, an existing topic with another one is refused."),
         click.option("--topic-config", "topic_configs", multiple=True, metavar="KEY=VALUE",
                      help="Topic config for topics kbatch creates, e.g. --topic-config "
                           "min.insync.replicas=2. Repeatable."),
