@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 import warnings
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
 from cli.analyze_cmd import analyze
+from cli.client_opts import client_inputs, client_options, finish_settings
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
 from cli.lab_cmd import lab
 from cli.options import (
     lab_options,
     lab_shape,
-    settings_from_flags,
     workload_from_flags,
     workload_options,
 )
@@ -32,9 +33,9 @@ from cli.render import (
 )
 from cli.report_cmd import report
 from cli.spark_opts import runner_from_flags, runner_options
-from producer_core.brokers import broker_target
+from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
-from producer_core.config import MODES, parse_assignment, settings_help
+from producer_core.config import MODES, build_settings, settings_help
 from producer_core.results_io import RunRecorder, add_facts, write_results_dir
 
 OUT_HELP = ("Write a results directory: results.json (schema v1), and per run the latency "
@@ -52,6 +53,12 @@ def cli() -> None:
     requests_sent, msgs_per_req and latency percentiles measured from each message's
     intended send time.
     """
+
+
+def announce_start(target: BrokerTarget) -> None:
+    """Say how long starting the broker took (it is most of a short run's wall time)."""
+    if target.started_in_s is not None:
+        console.print(f"Started {target.description} in {target.started_in_s:.1f} s.")
 
 
 def write_json(path: Path, payload: Any) -> None:
@@ -80,6 +87,7 @@ def write_json(path: Path, payload: Any) -> None:
                    "Repeatable. See the list below.")
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: start an embedded Tansu broker for this run.")
+@client_options
 @lab_options
 @runner_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -90,17 +98,22 @@ def write_json(path: Path, payload: Any) -> None:
               help="Live progress display (only shown on a terminal).")
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
-            json_path: Path | None, out_dir: Path | None, progress: bool,
-            **workload_flags: Any) -> None:
+            command_config: Path | None, replication_factor: int | None,
+            topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
+            progress: bool, **workload_flags: Any) -> None:
     """Produce a workload in one linger mode and report what it cost.
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
     """
     shape = lab_shape(workload_flags)
+    client = client_inputs(command_config, overrides, bootstrap_servers, [mode],
+                           replication_factor, topic_configs)
+    bootstrap_servers = client.bootstrap
     runner = runner_from_flags(workload_flags, bootstrap_servers)
-    settings = settings_from_flags(overrides, mode)
+    settings = finish_settings(build_settings(client.assignments, mode=mode), client)
     workload = workload_from_flags(**workload_flags)
     with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
+        announce_start(target)
         console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                       f"mode {mode}{runner.description}.")
         with runner.progress(f"[{mode}]", progress) as on_progress, warnings.catch_warnings():
@@ -109,7 +122,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                                               on_progress)
         results.broker = target.description
     payload = results.to_dict()
-    add_facts(payload, target.embedded)
+    add_facts(payload, target.embedded, implementation=target.implementation,
+              version=target.version)
     out.print(summary_table(payload))
     if len(payload.get("topics", {})) > 1:
         out.print(topics_table(payload))
@@ -142,6 +156,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
               help="Run the modes interleaved this many times; report median (min-max).")
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: one embedded Tansu broker for all modes.")
+@client_options
 @lab_options
 @runner_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -153,8 +168,9 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 @friendly_errors
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
-                  json_path: Path | None, out_dir: Path | None, progress: bool,
-                  **workload_flags: Any) -> None:
+                  command_config: Path | None, replication_factor: int | None,
+                  topic_configs: tuple[str, ...], json_path: Path | None,
+                  out_dir: Path | None, progress: bool, **workload_flags: Any) -> None:
     """Run one workload under several modes and show them side by side.
 
     Each mode runs on a fresh topic with the same partitions and the same message sequence
@@ -163,10 +179,13 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     kbatch compare-modes --partitions 1000 --rate 20000 --duration 30 --linger-ms 500
     """
     shape = lab_shape(workload_flags)
-    runner = runner_from_flags(workload_flags, bootstrap_servers)
     modes = parse_modes(modes_text, MODES)
-    common = [parse_assignment(text) for text in overrides]
-    mode_runs = parse_mode_configs(modes, common, mode_configs, linger_ms)
+    client = client_inputs(command_config, overrides, bootstrap_servers, modes,
+                           replication_factor, topic_configs)
+    bootstrap_servers = client.bootstrap
+    runner = runner_from_flags(workload_flags, bootstrap_servers)
+    mode_runs = [replace(run, settings=finish_settings(run.settings, client)) for run in
+                 parse_mode_configs(modes, client.assignments, mode_configs, linger_ms)]
     for mode_run in mode_runs:
         for warning in mode_run.settings.warnings:
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
@@ -182,13 +201,15 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run, \
             stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        announce_start(target)
         console.print(f"Comparing {', '.join(modes)} on {target.description}"
                       f"{runner.description}.")
         recorder = RunRecorder(engine_run)
         document = compare(workload, mode_runs, target.bootstrap, repeat, on_start,
                            run_one=recorder)
         document["broker"] = target.description
-    add_facts(document, target.embedded, target.description)
+    add_facts(document, target.embedded, target.description,
+              implementation=target.implementation, version=target.version)
     out.print(comparison_table(document))
     for run_document in document["runs"]:
         for warning in run_document.get("warnings", []):

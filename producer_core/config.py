@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from producer_core.errors import ConfigError
+from producer_core.security import PLAINTEXT, SECURITY_KEYS, SecurityConfig, build_security, redact
+from producer_core.topic_creation import DEFAULT_CREATION, TopicCreation
 
 MODES = ("partition", "none", "broker", "java", "bruce", "librdkafka", "adaptive", "aimd")
 """Modes: the in-repo engine's linger policies, and `librdkafka` (the real client, as a
@@ -38,7 +40,8 @@ LIBRDKAFKA_NAMES = {
 }
 """kbatch setting -> the librdkafka property that means the same thing (mode librdkafka).
 `buffer.memory` is converted to kilobytes. `max.block.ms` is not passed on: it bounds how
-long kbatch's generator waits on a full librdkafka queue. Any other setting is refused."""
+long kbatch's generator waits on a full librdkafka queue. Any other kbatch setting is refused;
+a name kbatch does not know is a librdkafka property and is passed on as given."""
 
 LIBRDKAFKA_OWN = frozenset({"max.block.ms"})
 
@@ -202,6 +205,13 @@ class ProducerSettings:
     values: Mapping[str, Any]
     explicit: frozenset[str] = frozenset()
     warnings: tuple[str, ...] = ()
+    security: SecurityConfig = PLAINTEXT
+    """TLS and SASL, from the security.* / sasl.* / ssl.* properties (`producer_core.security`)."""
+    client_properties: tuple[tuple[str, str], ...] = ()
+    """Those properties as the user gave them (shown redacted in results)."""
+    librdkafka_properties: tuple[tuple[str, str], ...] = ()
+    """Mode librdkafka: properties kbatch does not know, passed to librdkafka as given."""
+    topic_creation: TopicCreation = DEFAULT_CREATION
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -240,7 +250,9 @@ class ProducerSettings:
         return None if cap in (-1, 0) else cap
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.values)
+        """The settings for results and reports: secrets redacted."""
+        return {**self.values, **redact(dict(self.client_properties)),
+                **redact(dict(self.librdkafka_properties)), **self.topic_creation.as_dict()}
 
     def with_topic_suffix(self, suffix: str) -> ProducerSettings:
         """The same settings for a workload whose topic names got `suffix` (compare-modes):
@@ -251,8 +263,8 @@ class ProducerSettings:
                 return key
             return f"{BRUCE_TOPIC_PREFIX}{parsed[0]}{suffix}.{parsed[1]}"
 
-        return ProducerSettings({rename(k): v for k, v in self.values.items()},
-                                frozenset(rename(k) for k in self.explicit), self.warnings)
+        return replace(self, values={rename(k): v for k, v in self.values.items()},
+                       explicit=frozenset(rename(k) for k in self.explicit))
 
 
 def parse_assignment(text: str) -> tuple[str, str]:
@@ -322,15 +334,21 @@ def build_settings(
     items = assignments.items() if isinstance(assignments, Mapping) else assignments
     values = {name: spec.default for name, spec in SETTINGS.items()}
     explicit: set[str] = set()
+    client: dict[str, str] = {}
+    passthrough: dict[str, str] = {}
     for key, raw in items:
+        kind = setting_kind(key, mode)
+        if kind == "security":
+            client[key] = str(raw)
+            continue
+        if kind == "librdkafka":
+            passthrough[key] = str(raw)
+            continue
         spec = SETTINGS.get(key)
         if spec is None and key.startswith(BRUCE_TOPIC_PREFIX):
             spec = _bruce_topic_spec(key)
         if spec is None:
-            raise ConfigError(
-                f"Unknown setting {key!r}. Known settings: {', '.join(sorted(SETTINGS))}, "
-                f"and {BRUCE_TOPIC_PREFIX}<topic>.<{'|'.join(BRUCE_TOPIC_SETTINGS)}>."
-            )
+            raise ConfigError(unknown_setting_message(key))
         values[key] = _convert(spec, raw)
         explicit.add(key)
     if values["batch.size"] > values["max.request.size"]:
@@ -360,8 +378,11 @@ def build_settings(
             f"aimd.rtt.decrease.ratio={values['aimd.rtt.decrease.ratio']}: a round trip "
             "would count as healthy and as backpressure at once."
         )
+    security = build_security(client)
+    warnings.extend(security.warnings)
     if mode == "librdkafka":
         _check_librdkafka(explicit, values)
+        _check_passthrough(explicit, passthrough)
     elif "batch.num.messages" in explicit:
         warnings.append(f"batch.num.messages applies to mode librdkafka only; ignored in mode "
                         f"{mode}")
@@ -372,9 +393,50 @@ def build_settings(
             "batch.size bytes of buffer.memory, so no batch could ever be allocated. Lower "
             "batch.size or raise buffer.memory."
         )
-    return ProducerSettings(
-        values=values, explicit=frozenset(explicit), warnings=tuple(warnings)
+    settings = ProducerSettings(
+        values=values, explicit=frozenset(explicit), warnings=tuple(warnings),
+        security=security, client_properties=tuple(client.items()),
+        librdkafka_properties=tuple(passthrough.items()),
     )
+    if mode == "librdkafka" and (passthrough or client):
+        from producer_core.librdkafka_engine import check_config
+
+        check_config(settings)
+    return settings
+
+
+def setting_kind(key: str, mode: str) -> str:
+    """Where a property goes: "producer" (the SETTINGS table or bruce.topic.*), "security"
+    (TLS/SASL), "librdkafka" (mode librdkafka passes any other name on), or "unknown"."""
+    if key in SETTINGS or key.startswith(BRUCE_TOPIC_PREFIX):
+        return "producer"
+    if key in SECURITY_KEYS:
+        return "security"
+    if mode == "librdkafka" and key not in LIBRDKAFKA_RESERVED:
+        return "librdkafka"
+    return "unknown"
+
+
+def unknown_setting_message(key: str) -> str:
+    return (f"Unknown setting {key!r}. Known settings: {', '.join(sorted(SETTINGS))}, "
+            f"{BRUCE_TOPIC_PREFIX}<topic>.<{'|'.join(BRUCE_TOPIC_SETTINGS)}>, and the "
+            "security settings (security.protocol, sasl.*, ssl.*; see README 'Secured "
+            "clusters and client properties'). Mode librdkafka also passes any librdkafka "
+            "property on.")
+
+
+LIBRDKAFKA_RESERVED = frozenset({"bootstrap.servers", "metadata.broker.list",
+                                 "statistics.interval.ms"})
+"""librdkafka properties kbatch sets itself (the cluster, and the statistics its counts
+come from)."""
+
+
+def _check_passthrough(explicit: set[str], passthrough: Mapping[str, str]) -> None:
+    """A librdkafka property may not also be set through kbatch's name for it."""
+    clashes = sorted(f"{key} (set through {kbatch})" for kbatch, key in LIBRDKAFKA_NAMES.items()
+                     if key in passthrough and kbatch in explicit and kbatch != key)
+    if clashes:
+        raise ConfigError(f"Mode librdkafka: {', '.join(clashes)} given twice; set it once.")
 
 
 def _bruce_topic_spec(key: str) -> SettingSpec:

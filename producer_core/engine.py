@@ -496,7 +496,7 @@ async def run_async(
 
         return await librdkafka_engine.run_async(
             workload, settings, mode, bootstrap, on_progress, deliveries)
-    cluster = Cluster(bootstrap, settings["client.id"], settings.request_timeout_s)
+    cluster = Cluster.for_settings(bootstrap, settings)
     engine = Engine(workload, settings, mode, cluster, on_progress, deliveries)
     return await engine.run()
 

@@ -43,11 +43,12 @@ import numpy as np
 
 from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
 from producer_core.engine import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
-from producer_core.errors import ConfigError, UsageError
+from producer_core.errors import BrokerError, ConfigError, UsageError
 from producer_core.generator import Generator
 from producer_core.memory import BlockedGenerator
 from producer_core.metrics import ClientCounts, Results, RunMetrics, TopicMetrics
 from producer_core.run_checks import check_message_fits, run_warnings
+from producer_core.security import redact, scrub
 from producer_core.transport import Cluster
 from producer_core.workload import TopicSpec, Workload
 
@@ -56,6 +57,9 @@ STATS_INTERVAL_MS = 1000
 QUEUE_FULL_REASON = "max.block.ms (librdkafka queue full)"
 MESSAGE_MAX_BYTES = 1_000_000_000
 ALWAYS_PASSED = ("acks", "client.id")
+
+_FATAL_CODES = frozenset({-169, -181})  # _AUTHENTICATION, _SSL
+"""librdkafka errors that no retry cures: the run stops with a clear error instead."""
 
 _log = logging.getLogger("kbatch.librdkafka")
 _log.addHandler(logging.NullHandler())
@@ -77,7 +81,42 @@ def librdkafka_config(settings: ProducerSettings) -> tuple[dict[str, Any], dict[
         config[name] = str(value)
     if "max.block.ms" in settings.explicit:
         used["max.block.ms"] = settings["max.block.ms"]
-    return config, used
+    config.update(settings.librdkafka_properties)
+    config.update(settings.security.librdkafka_properties())
+    used.update(dict(settings.librdkafka_properties))
+    used.update(dict(settings.client_properties))
+    used.update(settings.topic_creation.as_dict())
+    return config, redact(used)
+
+
+def shown_config(config: dict[str, Any]) -> dict[str, Any]:
+    """librdkafka's configuration as results show it: secrets redacted, PEM text elided."""
+    return {k: "(PEM)" if isinstance(v, str) and "-----BEGIN" in v else v
+            for k, v in redact(config).items()}
+
+
+def check_config(settings: ProducerSettings) -> None:
+    """Let librdkafka judge the configuration now (an unknown or malformed property is the
+    user's error, exit 2), rather than after a broker is started."""
+    _create_producer(librdkafka_config(settings)[0])
+
+
+def _create_producer(config: dict[str, Any]) -> Any:
+    try:
+        from confluent_kafka import KafkaException, Producer
+    except ImportError as exc:  # pragma: no cover - a dependency of kbatch
+        raise UsageError(
+            "Mode librdkafka needs the confluent-kafka package: pip install "
+            "confluent-kafka==2.16.1."
+        ) from exc
+    try:
+        return Producer({"logger": _log, **config})
+    except KafkaException as exc:
+        raise ConfigError(
+            f"librdkafka refused its configuration: {scrub(exc.args[0].str(), config)}. "
+            f"(Properties kbatch passed to librdkafka: {', '.join(sorted(config))}.) See "
+            "librdkafka's CONFIGURATION.md for the properties it knows."
+        ) from None
 
 
 class _NoPolicy:
@@ -191,31 +230,18 @@ class LibrdkafkaRun:
         self._rtt_p50: list[tuple[int, float]] = []  # librdkafka's own request round trips
         self._rtt_max = 0.0
         self._errors: Counter[str] = Counter()
+        self._fatal: str | None = None
         self.config, self.used_settings = librdkafka_config(settings)
 
     # ----------------------------------------------------------------- setup
     def _producer(self) -> Any:
-        try:
-            from confluent_kafka import KafkaException, Producer
-        except ImportError as exc:  # pragma: no cover - a dependency of kbatch
-            raise UsageError(
-                "Mode librdkafka needs the confluent-kafka package: pip install "
-                "confluent-kafka==2.16.1."
-            ) from exc
-        config = {
+        return _create_producer({
             "bootstrap.servers": self.bootstrap,
             "statistics.interval.ms": STATS_INTERVAL_MS,
             "stats_cb": self._on_stats,
             "error_cb": self._on_error,
-            "logger": _log,
             **self.config,
-        }
-        try:
-            return Producer(config)
-        except KafkaException as exc:
-            raise ConfigError(
-                f"librdkafka refused the settings {self.config}: {exc.args[0].str()}"
-            ) from None
+        })
 
     # ------------------------------------------------------------ callbacks
     def _delivered(self, slot: int, message_id: int, intended: float, err: Any,
@@ -236,6 +262,10 @@ class LibrdkafkaRun:
 
     def _on_error(self, err: Any) -> None:
         self._errors[err.name()] += 1
+        if err.code() in _FATAL_CODES and self._fatal is None:
+            # librdkafka would retry until delivery.timeout.ms; the user's settings are wrong
+            self._fatal = scrub(err.str(), self.config)
+            self.stop.set()
 
     def _on_stats(self, text: str) -> None:
         stats = json.loads(text)
@@ -286,6 +316,10 @@ class LibrdkafkaRun:
                 producer.purge()
                 producer.poll(0)
             producer.close()
+        if self._fatal is not None:
+            raise BrokerError(
+                f"librdkafka could not connect securely to {self.bootstrap} "
+                f"({self.settings.security.describe()}): {self._fatal}.")
         return self._results(end)
 
     def _collect(self) -> None:
@@ -368,6 +402,7 @@ class LibrdkafkaRun:
             topic.records_sent = self._batch_records[name]
             topic.bytes_sent = self._batch_bytes[name]
         warnings = run_warnings(m, self.workload, "a full librdkafka queue")
+        warnings.extend(self.settings.warnings)
         if self._errors:
             warnings.append(f"librdkafka reported errors: {dict(self._errors)}.")
         if batches != requests:
@@ -391,7 +426,7 @@ class LibrdkafkaRun:
                 "messages_intended": self._intended or m.messages_generated,
                 "json": {"librdkafka": {
                     "version": libversion()[0],
-                    "config": dict(self.config),
+                    "config": shown_config(self.config),
                     "statistics_interval_ms": STATS_INTERVAL_MS,
                     "produce_requests_by_broker": {
                         str(k): v for k, v in sorted(self._produce_requests.items())},
@@ -434,7 +469,7 @@ async def run_async(
     """Run one workload through librdkafka; the same call and Results as the engine's."""
     _check_message_fits(workload.topic_specs(), settings)
     runner = LibrdkafkaRun(workload, settings, bootstrap, on_progress, deliveries)
-    cluster = Cluster(bootstrap, settings["client.id"], settings.request_timeout_s)
+    cluster = Cluster.for_settings(bootstrap, settings)
     try:
         await cluster.connect()
         for spec in runner.specs:

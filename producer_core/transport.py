@@ -9,18 +9,28 @@ connection for a node id.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka.conn import AIOKafkaConnection, create_conn
 from aiokafka.errors import for_code
 from aiokafka.protocol.admin import CreateTopicsRequest
 from aiokafka.protocol.metadata import MetadataRequest
+from aiokafka.protocol.offset import OffsetRequest
 
+from producer_core.config import ProducerSettings
+from producer_core.connect_errors import connection_problem
 from producer_core.errors import BrokerError, UsageError
+from producer_core.security import PLAINTEXT, SecurityConfig
+from producer_core.topic_creation import (
+    DEFAULT_CREATION,
+    DEFAULT_REPLICATION_FACTOR,
+    TopicCreation,
+)
 
 CONNECT_TIMEOUT_S = 10.0
 TOPIC_ALREADY_EXISTS = 36
+LATEST_OFFSET = -1  # ListOffsets timestamp meaning "the log end"
 RETRIABLE_METADATA_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
 
 
@@ -42,6 +52,7 @@ class ClusterView:
     controller_id: int
     leaders: dict[str, list[int]]  # topic -> leader node per partition (-1: none)
     topic_errors: dict[str, int]
+    replicas: dict[str, list[int]] = field(default_factory=dict)  # replicas per partition
 
 
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:
@@ -61,19 +72,32 @@ def parse_bootstrap(text: str) -> list[tuple[str, int]]:
 class Cluster:
     """Connections to the brokers of one cluster, created on demand and shared."""
 
-    def __init__(self, bootstrap: str, client_id: str = "kbatch", request_timeout_s: float = 30):
+    def __init__(self, bootstrap: str, client_id: str = "kbatch", request_timeout_s: float = 30,
+                 security: SecurityConfig = PLAINTEXT,
+                 topic_creation: TopicCreation = DEFAULT_CREATION):
         self.bootstrap = bootstrap
         self.servers = parse_bootstrap(bootstrap)
         self.client_id = client_id
         self.request_timeout_ms = int(request_timeout_s * 1000)
+        self.security = security
+        self.topic_creation = topic_creation
+        self._security_kwargs = security.aiokafka_kwargs()  # one SSL context, shared
         self.view: ClusterView | None = None
         self._conns: dict[int, AIOKafkaConnection] = {}
         self._bootstrap_conn: AIOKafkaConnection | None = None
 
+    @classmethod
+    def for_settings(cls, bootstrap: str, settings: ProducerSettings) -> Cluster:
+        """The cluster as a run's settings describe it: client id, timeout, security, and
+        how topics are created."""
+        return cls(bootstrap, settings["client.id"], settings.request_timeout_s,
+                   settings.security, settings.topic_creation)
+
     async def _open(self, host: str, port: int) -> AIOKafkaConnection:
         return await asyncio.wait_for(
             create_conn(
-                host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms
+                host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms,
+                **self._security_kwargs,
             ),
             CONNECT_TIMEOUT_S,
         )
@@ -86,6 +110,10 @@ class Cluster:
                 self._bootstrap_conn = await self._open(host, port)
                 break
             except (TimeoutError, OSError, Exception) as exc:  # noqa: BLE001
+                problem = connection_problem(exc, self.security)
+                if problem is not None:  # the address answered: retrying others won't help
+                    raise BrokerError(f"Could not connect to {host}:{port} "
+                                      f"({self.security.describe()}): {problem}") from None
                 problems.append(f"{host}:{port}: {_describe(exc)}")
         else:
             raise BrokerError(
@@ -117,22 +145,34 @@ class Cluster:
         }
         leaders: dict[str, list[int]] = {}
         errors: dict[str, int] = {}
+        replicas: dict[str, list[int]] = {}
         for topic in data["topics"]:
             name = topic["topic"]
             errors[name] = topic["error_code"]
             parts = sorted(topic["partitions"], key=lambda p: p["partition"])
             leaders[name] = [p["leader"] if p["error_code"] in (0, 9) else -1 for p in parts]
-        self.view = ClusterView(brokers, data.get("controller_id", -1), leaders, errors)
+            replicas[name] = [len(p["replicas"]) for p in parts]
+        self.view = ClusterView(brokers, data.get("controller_id", -1), leaders, errors,
+                                replicas)
         return self.view
 
     async def ensure_topic(
-        self, topic: str, partitions: int, replication_factor: int = 1, timeout_s: float = 15
+        self, topic: str, partitions: int, replication_factor: int | None = None,
+        timeout_s: float | None = None,
     ) -> bool:
-        """Create the topic unless it exists; wait until every partition has a leader.
+        """Create the topic unless it exists; wait until every partition's leader serves it.
 
-        Returns True if kbatch created it. An existing topic with another partition count is
-        refused: the run would not measure the layout the user asked for.
+        Returns True if kbatch created it. An existing topic with another partition count, or
+        another replication factor than one asked for (`replication_factor`, else
+        `topic_creation`), is refused: the run would not measure the layout the user asked
+        for. New topics get `topic_creation`'s configs (min.insync.replicas, ...). The
+        default wait grows with the partitions (15 s + 50 ms each): a busy 3-node Kafka
+        takes ~12 s to serve 1,000 new partitions on a loaded 2-core machine.
         """
+        if replication_factor is None:
+            replication_factor = self.topic_creation.replication_factor
+        if timeout_s is None:
+            timeout_s = 15.0 + partitions / 20
         view = await self.refresh_metadata([topic])
         exists = view.topic_errors.get(topic) == 0 and view.leaders.get(topic)
         created = False
@@ -144,11 +184,19 @@ class Cluster:
                     f"--partitions {partitions} was asked for. Use another --topic, or "
                     f"--partitions {have}."
                 )
+            have_rf = min(view.replicas.get(topic) or [0])
+            if replication_factor is not None and have_rf and have_rf != replication_factor:
+                raise UsageError(
+                    f"Topic {topic!r} already exists with replication factor {have_rf}, but "
+                    f"--replication-factor {replication_factor} was asked for. Use another "
+                    f"--topic, or --replication-factor {have_rf}."
+                )
         else:
             conn = await self.connection(view.controller_id) if view.controller_id in (
                 view.brokers) else await self._any_conn()
             request = CreateTopicsRequest(
-                [(topic, partitions, replication_factor, [], [])], int(timeout_s * 1000), False
+                [(topic, partitions, replication_factor or DEFAULT_REPLICATION_FACTOR, [],
+                  list(self.topic_creation.configs))], int(timeout_s * 1000), False
             )
             response = await conn.send(request)
             for result in response.to_object()["topic_errors"]:
@@ -161,15 +209,35 @@ class Cluster:
         while True:
             view = await self.refresh_metadata([topic])
             leaders = view.leaders.get(topic, [])
-            if len(leaders) == partitions and all(leader >= 0 for leader in leaders):
+            if (len(leaders) == partitions and all(leader >= 0 for leader in leaders)
+                    and await self._leaders_serve(topic, leaders)):
                 return created
             if asyncio.get_running_loop().time() > deadline:
                 raise BrokerError(
-                    f"Topic {topic!r} has no leader for every partition after {timeout_s:.0f} s "
-                    f"(metadata shows {len(leaders)} partitions, "
+                    f"Topic {topic!r} has no leader serving every partition after "
+                    f"{timeout_s:.0f} s (metadata shows {len(leaders)} partitions, "
                     f"{sum(1 for x in leaders if x < 0)} without a leader)."
                 )
             await asyncio.sleep(0.1)
+
+    async def _leaders_serve(self, topic: str, leaders: list[int]) -> bool:
+        """True once every leader answers ListOffsets for its partitions without an error.
+
+        Apache Kafka (KRaft) lists a new partition's leader in Metadata a moment before
+        that broker serves it; a first Produce then gets NOT_LEADER_OR_FOLLOWER and a
+        retry, which would show up in the run's figures. Asking the leaders first avoids it.
+        """
+        by_leader: dict[int, list[int]] = {}
+        for partition, leader in enumerate(leaders):
+            by_leader.setdefault(leader, []).append(partition)
+        for leader, parts in by_leader.items():
+            conn = await self.connection(leader)
+            response = await conn.send(
+                OffsetRequest(-1, 0, [(topic, [(p, LATEST_OFFSET) for p in parts])]))
+            for entry in response.to_object()["topics"]:
+                if any(p["error_code"] != 0 for p in entry["partitions"]):
+                    return False
+        return True
 
     async def connection(self, node_id: int) -> AIOKafkaConnection:
         conn = self._conns.get(node_id)
@@ -182,6 +250,10 @@ class Cluster:
         try:
             conn = await self._open(address.host, address.port)
         except Exception as exc:  # noqa: BLE001
+            problem = connection_problem(exc, self.security)
+            if problem is not None:
+                raise BrokerError(f"Could not connect to broker {node_id} at {address} "
+                                  f"({self.security.describe()}): {problem}") from None
             raise BrokerError(
                 f"Could not connect to broker {node_id} at {address}: {_describe(exc)}. The "
                 "cluster advertises this address; it must be reachable from this machine."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -10,9 +11,13 @@ from producer_core.workload import message_id_of
 
 
 async def read_all(
-    bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 30.0
+    bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 30.0,
+    **client_kwargs: Any,
 ) -> dict[int, list[tuple[int, int, bytes | None]]]:
     """Return, per partition, (offset, message id, key) of every record, in offset order.
+
+    `client_kwargs` reach the consumer: a secured cluster's
+    `SecurityConfig.aiokafka_kwargs()` (security protocol, SSL context, SASL).
 
     Stops once `expected` records are read (or times out), because Tansu's high watermark
     from ListOffsets can lag behind what fetch already returns.
@@ -20,7 +25,7 @@ async def read_all(
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
         auto_offset_reset="earliest", fetch_max_bytes=16 * 1024 * 1024,
-        max_partition_fetch_bytes=4 * 1024 * 1024,
+        max_partition_fetch_bytes=4 * 1024 * 1024, **client_kwargs,
     )
     await consumer.start()
     found: dict[int, list[tuple[int, int, bytes | None]]] = {p: [] for p in range(partitions)}

@@ -141,7 +141,7 @@ def plan_shares(workload: Workload, workers: int, start_at: float) -> list[Workl
 
 async def _create_topics(workload: Workload, settings: ProducerSettings,
                          bootstrap: str) -> list[str]:
-    cluster = Cluster(bootstrap, settings["client.id"], settings.request_timeout_s)
+    cluster = Cluster.for_settings(bootstrap, settings)
     created = []
     try:
         await cluster.connect()
