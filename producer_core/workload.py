@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from producer_core.errors import UsageError
+from producer_core.payload import PayloadSpec
 
 ID_BYTES = 8
 """Each value starts with the message id (8 bytes, big-endian) so a reader can check it."""
@@ -93,6 +94,7 @@ class TopicSpec:
     headers: tuple[tuple[str, bytes], ...] = ()
     batching: tuple[tuple[str, int], ...] = ()
     rate_limit: tuple[int, int] | None = None  # (interval ms, max messages per interval)
+    payload: PayloadSpec = field(default_factory=PayloadSpec)
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,8 @@ class Workload:
     share_count: int = 1
     start_at: float | None = None
     """Wall-clock instant (epoch seconds) the schedule starts at, so shares line up."""
+    payload: PayloadSpec = field(default_factory=PayloadSpec)
+    """What values are made of (every topic; see `producer_core.payload`)."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -157,11 +161,13 @@ class Workload:
     def topic_specs(self) -> tuple[TopicSpec, ...]:
         """The topics to produce to; the command line's one topic if no file gave any."""
         if self.topics:
-            return self.topics
+            if self.payload == PayloadSpec():
+                return self.topics
+            return tuple(replace(t, payload=self.payload) for t in self.topics)
         rate = RateSpec("max", None) if self.rate is None else RateSpec("constant", self.rate)
         keys = KeySpec("uniform", self.keys) if self.keys else KeySpec()
         return (TopicSpec(self.topic, self.partitions, rate, keys,
-                          SizeSpec("fixed", self.message_size)),)
+                          SizeSpec("fixed", self.message_size), payload=self.payload),)
 
     def with_topic_suffix(self, suffix: str) -> Workload:
         """The same workload on fresh topics (compare-modes runs each mode on its own)."""
