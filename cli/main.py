@@ -21,6 +21,7 @@ from cli.options import (
     workload_from_flags,
     workload_options,
 )
+from cli.payload_opts import payload_from_flags, payload_options, with_payload
 from cli.render import (
     comparison_table,
     console,
@@ -75,6 +76,7 @@ def write_json(path: Path, payload: Any) -> None:
                    "and combined batches, late partition choice and rate limits (bruce.*); "
                    "'librdkafka' = the real client (confluent-kafka) on the same workload.")
 @workload_options
+@payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting with Kafka's name, e.g. -X linger.ms=10 -X acks=all. "
                    "Repeatable. See the list below.")
@@ -99,7 +101,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     shape = lab_shape(workload_flags)
     runner = runner_from_flags(workload_flags, bootstrap_servers)
     settings = settings_from_flags(overrides, mode)
-    workload = workload_from_flags(**workload_flags)
+    payload = payload_from_flags(workload_flags)
+    workload = with_payload(workload_from_flags(**workload_flags), payload)
     with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
         console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                       f"mode {mode}{runner.description}.")
@@ -136,6 +139,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                    "adaptive and aimd choose their own window and get none. "
                    "--mode-config still wins.")
 @workload_options
+@payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting applied to every mode (see kbatch produce --help).")
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,
@@ -170,7 +174,8 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     for mode_run in mode_runs:
         for warning in mode_run.settings.warnings:
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
-    workload = workload_from_flags(**workload_flags)
+    payload = payload_from_flags(workload_flags)
+    workload = with_payload(workload_from_flags(**workload_flags), payload)
     stack = ExitStack()
 
     def on_start(mode: str, round_index: int):

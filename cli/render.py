@@ -73,6 +73,7 @@ def summary_table(result: dict[str, Any]) -> Table:
           if msgs.get("discarded") else []),
         ("rate achieved (target)",
          f"{rate['achieved_msgs_per_s']:,.0f}/s ({'max' if target is None else f'{target:,.0f}'})"),
+        *_volume_rows(result),
     ]
     lat = result["latency"]
     rows += [
@@ -105,6 +106,20 @@ def summary_table(result: dict[str, Any]) -> Table:
         table.add_row("failure reasons", ", ".join(
             f"{k}: {v:,}" for k, v in msgs["failed_reasons"].items()))
     return table
+
+
+def _volume_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """MB/s and what compression did (absent from results of older versions)."""
+    rate, compression = result["rate"], result.get("compression")
+    rows = []
+    if "mb_per_s" in rate:
+        rows.append(("MB/s payload / on the wire",
+                     f"{rate['mb_per_s']:,.2f} / {rate['wire_mb_per_s']:,.2f}"))
+    if compression:
+        rows.append(("compression: type, ratio (payload / wire), wire bytes per request",
+                     f"{compression['type']}, {compression['ratio']:,.2f}, "
+                     f"{compression['wire_bytes_per_request']:,.0f}"))
+    return rows
 
 
 def print_warnings(result: dict[str, Any]) -> None:
@@ -160,7 +175,7 @@ def topics_table(result: dict[str, Any], limit: int = 60) -> Table:
     """Per-topic figures of a multi-topic run (requests count once per topic carried)."""
     table = Table(title="per topic (a request carrying several topics counts for each)")
     for name in ("topic", "requests", "msgs/req", "acked", "failed", "discarded", "rate/s",
-                 "p50 ms", "p99 ms"):
+                 "MB/s", "p50 ms", "p99 ms"):
         table.add_column(name, justify="left" if name == "topic" else "right",
                          no_wrap=name == "topic")
     topics = sorted(result["topics"].items(), key=lambda kv: -kv[1]["records_sent"])
@@ -168,7 +183,8 @@ def topics_table(result: dict[str, Any], limit: int = 60) -> Table:
         m = t["messages"]
         table.add_row(name, f"{t['requests']:,}", f"{t['msgs_per_req']:,.1f}",
                       f"{m['acknowledged']:,}", f"{m['failed']:,}", f"{m['discarded']:,}",
-                      f"{t['achieved_msgs_per_s']:,.0f}", _ms(t["latency"]["p50_ms"]),
+                      f"{t['achieved_msgs_per_s']:,.0f}", f"{t.get('mb_per_s', 0.0):,.2f}",
+                      _ms(t["latency"]["p50_ms"]),
                       _ms(t["latency"]["p99_ms"]))
     if len(topics) > limit:
         table.caption = f"{len(topics) - limit} more topics in the JSON"
