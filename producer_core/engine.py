@@ -24,6 +24,7 @@ from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.config import ProducerSettings
 from producer_core.errors import BrokerError
 from producer_core.generator import Generator
+from producer_core.intervals import IntervalRecorder, engine_live
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
 from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.metrics import RequestRecord, Results, RunMetrics
@@ -130,7 +131,7 @@ class Engine:
     # ------------------------------------------------------------------ run
     async def run(self) -> Results:
         await self._setup()
-        progress_task = None
+        progress_task = interval_task = None
         try:
             self.start = self.loop.time() + START_LEAD_S
             if self.workload.start_at is not None:  # a share of a distributed run
@@ -143,14 +144,20 @@ class Engine:
             self._intended = self.generator.intended_total()
             if self.on_progress is not None:
                 progress_task = asyncio.ensure_future(self._report_progress())
+            intervals = IntervalRecorder.for_callback(self.on_progress)
+            intervals.begin(self.start, self.metrics, engine_live(self.metrics))
+            interval_task = asyncio.ensure_future(intervals.run_async(self.loop.time))
             await self._generate()
             self._generation_done = True
             self.policy.start_flush()
             await self._drain_everything()
             end = self.loop.time()
+            intervals.finish(end)
         finally:
             if progress_task is not None:
                 progress_task.cancel()
+            if interval_task is not None:
+                interval_task.cancel()
             for task in list(self._tasks):
                 task.cancel()
             await self.cluster.close()
