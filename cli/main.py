@@ -21,6 +21,7 @@ from cli.options import (
     workload_from_flags,
     workload_options,
 )
+from cli.output_mode import emit_json, output_from_flags, output_options
 from cli.payload_opts import payload_from_flags, payload_options, with_payload
 from cli.render import (
     comparison_table,
@@ -84,8 +85,10 @@ def write_json(path: Path, payload: Any) -> None:
               help="Kafka cluster to use. Default: start an embedded Tansu broker for this run.")
 @lab_options
 @runner_options
+@output_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Write the results JSON to this file.")
+              default=None, help="Write the results JSON to this file ('-': to stdout, "
+                                 "and everything else to stderr).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help=OUT_HELP)
 @click.option("--progress/--no-progress", default=True, show_default=True,
@@ -98,6 +101,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
     """
+    output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     runner = runner_from_flags(workload_flags, bootstrap_servers)
     settings = settings_from_flags(overrides, mode)
@@ -117,9 +121,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     if len(payload.get("topics", {})) > 1:
         out.print(topics_table(payload))
     print_warnings(payload)
-    if json_path is not None:
-        write_json(json_path, payload)
-        console.print(f"Results written to {json_path}.")
+    emit_json(json_path, payload, write_json)
     if out_dir is not None:
         console.print(f"Results written to {write_results_dir(out_dir, payload, [results])}.")
 
@@ -148,8 +150,10 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
               help="Kafka cluster to use. Default: one embedded Tansu broker for all modes.")
 @lab_options
 @runner_options
+@output_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Write every run and the summary as JSON to this file.")
+              default=None, help="Write every run and the summary as JSON to this file "
+                                 "('-': to stdout, and everything else to stderr).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help=OUT_HELP)
 @click.option("--progress/--no-progress", default=True, show_default=True,
@@ -166,6 +170,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
 
     kbatch compare-modes --partitions 1000 --rate 20000 --duration 30 --linger-ms 500
     """
+    output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     runner = runner_from_flags(workload_flags, bootstrap_servers)
     modes = parse_modes(modes_text, MODES)
@@ -198,9 +203,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     for run_document in document["runs"]:
         for warning in run_document.get("warnings", []):
             console.print(f"[yellow]Warning ({run_document['mode']}):[/yellow] {warning}")
-    if json_path is not None:
-        write_json(json_path, document)
-        console.print(f"Results written to {json_path}.")
+    emit_json(json_path, document, write_json)
     if out_dir is not None:
         path = write_results_dir(out_dir, document, recorder.results)
         console.print(f"Results written to {path}.")

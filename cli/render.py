@@ -3,43 +3,15 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
-from rich.text import Text
-
-from producer_core.engine import Progress
 
 console = Console(stderr=True)
 """Progress and notices go to stderr so stdout stays clean for tables and pipes."""
 out = Console(width=None if sys.stdout.isatty() else 160)
 """Tables; wide when piped (CI logs), so metric names and cells are not folded."""
-
-
-@contextmanager
-def live_progress(label: str, enabled: bool) -> Iterator[Any]:
-    """Yield a callback that shows engine progress live; silent when not on a terminal."""
-    if not enabled or not console.is_terminal:
-        yield None
-        return
-    with Live(Text(f"{label}: starting..."), console=console, refresh_per_second=4,
-              transient=True) as live:
-
-        def update(p: Progress) -> None:
-            rate = p.acknowledged / p.elapsed_s if p.elapsed_s > 0 else 0.0
-            total = f"/{p.target_messages:,}" if p.target_messages else ""
-            live.update(Text(
-                f"{label}  {p.elapsed_s:6.1f} s  generated {p.generated:,}{total}  "
-                f"acked {p.acknowledged:,} ({rate:,.0f}/s)  failed {p.failed:,}  "
-                f"in flight {p.in_flight_requests}  requests {p.requests_sent:,}  "
-                f"p99 {p.p99_ms:,.1f} ms"
-            ))
-
-        yield update
 
 
 def _reasons(msgs: dict[str, Any]) -> str:

@@ -117,12 +117,22 @@ class _Series:
         self.prev = Tally()
         self.prev_counts = _counts(histogram)
         self.rows: list[dict[str, Any]] = []
+        self.rows_start = 0.0
+        self.start_state = (self.prev, self.prev_counts)
 
-    def sample(self, start_s: float, end_s: float, tally: Tally) -> dict[str, Any]:
+    def sample(self, start_s: float, end_s: float, tally: Tally, extend: bool = False
+               ) -> dict[str, Any]:
+        """Close the interval [start_s, end_s]; with `extend`, the last row grows to
+        `end_s` instead (a tail too short for rates of its own)."""
+        if extend and self.rows:
+            self.rows.pop()
+            start_s = self.rows_start
+            self.prev, self.prev_counts = self.start_state
         counts = _counts(self.histogram)
         latency = histogram_of(counts - self.prev_counts)
         mean_payload = tally.payload_bytes / tally.generated if tally.generated else 0.0
         data = row(start_s, end_s, tally.minus(self.prev), mean_payload, latency, self.encode)
+        self.rows_start, self.start_state = start_s, (self.prev, self.prev_counts)
         self.prev, self.prev_counts = tally, counts
         self.rows.append(data)
         return data
@@ -167,11 +177,11 @@ class IntervalRecorder:
             self._sample(now)
 
     def finish(self, now: float) -> None:
-        """The last, possibly partial, interval."""
+        """The last, possibly partial, interval; a tail shorter than MIN_TAIL_S joins the
+        row before it, so every message is in some row and no rate comes from a sliver."""
         if self._run is None or self.finished:
             return
-        if now - self.last >= MIN_TAIL_S or not self._run.rows:
-            self._sample(now)
+        self._sample(max(now, self.last), extend=now - self.last < MIN_TAIL_S)
         self.finished = True
 
     async def run_async(self, clock: Callable[[], float]) -> None:
@@ -180,16 +190,16 @@ class IntervalRecorder:
             await asyncio.sleep(max(0.01, self.last + self.interval_s - clock()))
             self.poll(clock())
 
-    def _sample(self, now: float) -> None:
+    def _sample(self, now: float, extend: bool = False) -> None:
         assert self._run is not None and self._live is not None
         run, topics = self._live()
         start_s, end_s = self.last - self.start, now - self.start
-        data = self._run.sample(start_s, end_s, run)
+        data = self._run.sample(start_s, end_s, run, extend)
         for name, series in self._topics.items():
             if name in topics:
-                series.sample(start_s, end_s, topics[name])
+                series.sample(start_s, end_s, topics[name], extend)
         self.last = now
-        if self.on_interval is not None:
+        if self.on_interval is not None and not extend:
             self.on_interval(data)
 
     def to_dict(self) -> dict[str, Any]:
