@@ -284,7 +284,7 @@ class LibrdkafkaRun:
             self._generate(generator, producer)
             end = self._drain(producer)
             self._final_stats(producer)
-            self.intervals.finish(self.clock())  # after the statistics with the last requests
+            self.intervals.finish(end)  # after the statistics that hold the last requests
         finally:
             if self.stop.is_set():
                 producer.purge()
