@@ -102,6 +102,8 @@ def print_warnings(result: dict[str, Any]) -> None:
 def _cell(metric: str, cell: dict[str, float], repeat: int) -> str:
     digits = 1 if metric in ("msgs_per_req", "partitions_per_request") or metric.endswith(
         "_ms") else 0
+    if metric == "mb_per_s":
+        digits = 2
     text = f"{cell['median']:,.{digits}f}"
     if repeat > 1:
         text += f" ({cell['min']:,.{digits}f}–{cell['max']:,.{digits}f})"
@@ -124,6 +126,8 @@ def comparison_table(document: dict[str, Any]) -> Table:
         if index:
             table.add_column(f"change vs {modes[0]}", justify="right")
     for metric in SUMMARY_METRICS:
+        if any(metric not in summary[mode] for mode in modes):
+            continue  # results of an older kbatch, before this metric
         row = [metric]
         for index, mode in enumerate(modes):
             row.append(_cell(metric, summary[mode][metric], repeat))
