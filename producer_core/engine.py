@@ -27,6 +27,7 @@ from producer_core.generator import Generator
 from producer_core.intervals import IntervalRecorder, engine_live
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
 from producer_core.memory import BatchMemory, BlockedGenerator
+from producer_core.message_source import run_target_rate
 from producer_core.metrics import RequestRecord, Results, RunMetrics
 from producer_core.run_checks import check_message_fits, largest_record, run_warnings
 from producer_core.transport import Cluster
@@ -465,7 +466,8 @@ class Engine:
         warnings = run_warnings(self.metrics, self.workload, "buffer.memory")
         warnings.extend(self.settings.warnings)
         extra: dict[str, Any] = {"messages_intended": self._intended
-                                 or self.metrics.messages_generated}
+                                 or self.metrics.messages_generated,
+                                 "target_msgs_per_s": run_target_rate(self.workload)}
         collector = self.policy.stats()
         if collector:
             extra["json"] = {self.policy.stats_key: collector}

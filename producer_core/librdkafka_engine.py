@@ -47,6 +47,7 @@ from producer_core.errors import ConfigError, UsageError
 from producer_core.generator import Generator
 from producer_core.intervals import IntervalRecorder, Tally, run_tally, topic_tally
 from producer_core.memory import BlockedGenerator
+from producer_core.message_source import run_target_rate
 from producer_core.metrics import ClientCounts, Results, RunMetrics, TopicMetrics
 from producer_core.run_checks import check_message_fits, run_warnings
 from producer_core.transport import Cluster
@@ -403,6 +404,7 @@ class LibrdkafkaRun:
             warnings=warnings,
             extra={
                 "messages_intended": self._intended or m.messages_generated,
+                "target_msgs_per_s": run_target_rate(self.workload),
                 "json": {"librdkafka": {
                     "version": libversion()[0],
                     "config": dict(self.config),

@@ -25,7 +25,7 @@ from producer_core.schedule import (
     ramp,
     step,
 )
-from producer_core.workload import ID_BYTES, TopicSpec
+from producer_core.workload import ID_BYTES, TopicSpec, Workload
 
 TOPIC_ID_SHIFT = 40
 """Message id = topic index << 40 | sequence: unique across the topics of a run."""
@@ -60,6 +60,27 @@ def scheduled_total(schedule: Schedule) -> int | None:
     if isinstance(schedule, PiecewiseSchedule) and math.isfinite(schedule.horizon):
         return schedule.due_count(schedule.horizon)
     return None
+
+
+def run_target_rate(workload: Workload) -> float | None:
+    """The rate the run intends on average: its topics' profiles integrated over the run's
+    duration, divided by it (a ramp or a step profile's end state would make a run on
+    schedule look short). None when a topic is unthrottled; the long-run rate without a
+    duration (a --messages run)."""
+    specs = workload.topic_specs()
+    if any(spec.rate.kind == "max" for spec in specs):
+        return None
+    horizon = workload.duration_s
+    if horizon is None:
+        return workload.target_rate
+    total = 0.0
+    for spec in specs:
+        if spec.rate.kind == "poisson":
+            assert spec.rate.rate is not None
+            total += spec.rate.rate * horizon
+            continue
+        total += scheduled_total(make_schedule(spec, horizon, workload.seed)) or 0
+    return round(total / horizon, 3)
 
 
 class TopicSource:

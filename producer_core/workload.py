@@ -72,6 +72,18 @@ class SizeSpec:
     sizes: tuple[int, ...] = ()
     weights: tuple[float, ...] = ()
 
+    def describe(self) -> dict[str, Any]:
+        """The distribution in the workload file's own syntax, with its mean."""
+        if self.kind == "uniform":
+            return {"uniform": [self.minimum, self.maximum],
+                    "mean": (self.minimum + self.maximum) / 2}
+        if self.kind == "weighted":
+            total = sum(self.weights)
+            return {"weighted": [[s, w] for s, w in zip(self.sizes, self.weights, strict=True)],
+                    "mean": round(sum(s * w for s, w in zip(self.sizes, self.weights,
+                                                              strict=True)) / total, 3)}
+        return {"fixed": self.size, "mean": float(self.size)}
+
     @property
     def largest(self) -> int:
         if self.kind == "uniform":
@@ -217,7 +229,12 @@ class Workload:
         return None
 
     def as_dict(self) -> dict[str, Any]:
+        """The workload for the results JSON; `value_size` per topic is its distribution
+        (a file's topics draw sizes, so one `message_size` would misreport them)."""
         data = asdict(self)
+        data["value_size"] = {t.name: t.sizes.describe() for t in self.topic_specs()}
+        if self.topics:
+            data["message_size"] = None
         for topic in data["topics"]:
             topic["headers"] = [[k, v.decode("utf-8", "replace")] for k, v in topic["headers"]]
         return data

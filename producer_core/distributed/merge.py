@@ -156,6 +156,9 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
     first = shares[0]
     extra: dict[str, Any] = {"messages_intended": sum(
         s.extra.get("messages_intended", s.metrics.messages_generated) for s in shares)}
+    targets = [s.extra.get("target_msgs_per_s") for s in shares]
+    if targets and all(t is not None for t in targets):
+        extra["target_msgs_per_s"] = round(sum(targets), 3)
     stats = merge_stats([s.extra.get("json", {}) for s in shares])
     if stats:
         extra["json"] = stats
