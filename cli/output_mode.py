@@ -60,13 +60,20 @@ current = Output()
 
 def output_from_flags(flags: dict[str, Any], json_path: Path | None) -> Output:
     """Take the output flags out of a command's keyword arguments and apply them."""
-    global current
     interval, quiet = (flags.pop(name) for name in OUTPUT_FLAGS)
-    current = Output(interval, quiet, json_path is not None and str(json_path) == "-")
-    for target in (console, out):
-        target.quiet = quiet
-    out.file = sys.stderr if current.json_stdout else None  # type: ignore[assignment]
+    apply(Output(interval, quiet, json_path is not None and str(json_path) == "-"))
+    context = click.get_current_context(silent=True)
+    if context is not None:  # back to normal when the command ends (in-process callers)
+        context.call_on_close(lambda: apply(Output()))
     return current
+
+
+def apply(output: Output) -> None:
+    global current
+    current = output
+    for target in (console, out):
+        target.quiet = output.quiet
+    out.file = sys.stderr if output.json_stdout else None  # type: ignore[assignment]
 
 
 def emit_json(path: Path | None, payload: Any, write: Callable[[Path, Any], None]) -> None:
