@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from cli.options import _explicit
+from producer_core.errors import UsageError
 from producer_core.payload import PayloadSpec
 from producer_core.workload import Workload
 
@@ -46,7 +48,12 @@ def payload_from_flags(flags: dict[str, Any]) -> PayloadSpec:
     """Take the payload flags out of a command's keyword arguments."""
     path, delimiter, compressibility = (flags.pop(name) for name in PAYLOAD_FLAGS)
     if path is None:
+        if _explicit("payload_delimiter"):
+            raise UsageError("--payload-delimiter applies only with --payload-file.")
         return PayloadSpec(compressibility=compressibility)
+    if _explicit("message_size"):
+        raise UsageError("--message-size cannot be combined with --payload-file: the file's "
+                         "records are the values (each prefixed with the 8-byte message id).")
     return PayloadSpec("file", compressibility, str(path), delimiter)
 
 

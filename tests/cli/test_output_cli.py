@@ -57,6 +57,15 @@ def test_quiet_still_prints_errors() -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_payload_flags_that_do_not_apply_are_refused(tmp_path) -> None:
+    records = tmp_path / "records.txt"
+    records.write_text("a\n")
+    proc = kbatch("produce", "--payload-file", str(records), "--message-size", "500")
+    assert proc.returncode == 2 and "--message-size cannot be combined" in proc.stderr
+    proc = kbatch("produce", "--payload-delimiter", "|")
+    assert proc.returncode == 2 and "only with --payload-file" in proc.stderr
+
+
 @pytest.mark.broker
 def test_payload_file_and_codec_from_the_command_line(tmp_path) -> None:
     records = tmp_path / "records.txt"
