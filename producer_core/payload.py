@@ -136,3 +136,13 @@ def unescape(text: str) -> str:
 @functools.lru_cache(maxsize=4)
 def cached_records(path: str, delimiter: str) -> tuple[bytes, ...]:
     return tuple(read_records(path, delimiter))
+
+
+def file_value_sizes(spec: PayloadSpec, id_bytes: int) -> tuple[tuple[int, ...],
+                                                                tuple[float, ...]]:
+    """The value sizes a payload file yields (record length + the id) and their shares:
+    records are drawn uniformly, so this is exactly the values' size distribution."""
+    assert spec.file is not None
+    lengths = np.array([len(r) for r in cached_records(spec.file, spec.delimiter)])
+    sizes, counts = np.unique(lengths + id_bytes, return_counts=True)
+    return tuple(int(s) for s in sizes), tuple(float(c) for c in counts / counts.sum())

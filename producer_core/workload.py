@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from producer_core.errors import UsageError
-from producer_core.payload import PayloadSpec
+from producer_core.payload import PayloadSpec, file_value_sizes
 
 ID_BYTES = 8
 """Each value starts with the message id (8 bytes, big-endian) so a reader can check it."""
@@ -173,13 +173,20 @@ class Workload:
     def topic_specs(self) -> tuple[TopicSpec, ...]:
         """The topics to produce to; the command line's one topic if no file gave any."""
         if self.topics:
-            if self.payload == PayloadSpec():
-                return self.topics
-            return tuple(replace(t, payload=self.payload) for t in self.topics)
-        rate = RateSpec("max", None) if self.rate is None else RateSpec("constant", self.rate)
-        keys = KeySpec("uniform", self.keys) if self.keys else KeySpec()
-        return (TopicSpec(self.topic, self.partitions, rate, keys,
-                          SizeSpec("fixed", self.message_size), payload=self.payload),)
+            topics = self.topics
+        else:
+            rate = RateSpec("max", None) if self.rate is None else RateSpec("constant",
+                                                                             self.rate)
+            keys = KeySpec("uniform", self.keys) if self.keys else KeySpec()
+            topics = (TopicSpec(self.topic, self.partitions, rate, keys,
+                                SizeSpec("fixed", self.message_size)),)
+        if self.payload == PayloadSpec():
+            return topics
+        sizes = None
+        if self.payload.kind == "file":  # the file's records decide the sizes
+            values, weights = file_value_sizes(self.payload, ID_BYTES)
+            sizes = SizeSpec("weighted", sizes=values, weights=weights)
+        return tuple(replace(t, payload=self.payload, sizes=sizes or t.sizes) for t in topics)
 
     def with_topic_suffix(self, suffix: str) -> Workload:
         """The same workload on fresh topics (compare-modes runs each mode on its own)."""

@@ -94,3 +94,17 @@ def test_workload_payload_reaches_every_topic() -> None:
     workload = Workload(payload=payload)
     assert workload.topic_specs()[0].payload == payload
     assert workload.as_dict()["payload"]["compressibility"] == 0.5
+
+
+def test_a_payload_file_decides_the_value_sizes(tmp_path) -> None:
+    from producer_core.run_checks import check_message_fits
+
+    path = tmp_path / "records.txt"
+    path.write_bytes(b"ab\nabcd\nab\n" + b"x" * 5000 + b"\n")
+    workload = Workload(payload=PayloadSpec("file", file=str(path)))
+    [spec] = workload.topic_specs()
+    assert spec.sizes.kind == "weighted" and spec.sizes.sizes == (10, 12, 5008)
+    assert spec.sizes.weights == (0.5, 0.25, 0.25)
+    assert workload.as_dict()["value_size"]["kbatch"]["weighted"][2] == [5008, 0.25]
+    with pytest.raises(UsageError, match="5008 bytes"):  # the largest record must fit
+        check_message_fits(workload.topic_specs(), 4000, "max.request.size")
