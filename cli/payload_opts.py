@@ -29,15 +29,15 @@ def payload_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Values are records of this file (one per line, or split at "
                           "--payload-delimiter), chosen per message by --seed, as "
                           "kafka-producer-perf-test; each is prefixed with the 8-byte "
-                          "message id. --message-size does not apply."),
+                          "message id; the file decides the sizes (not --message-size)."),
         click.option("--payload-delimiter", default="\\n", show_default=True,
                      help="Record separator of --payload-file (\\n, \\t, \\r, \\0 or any "
                           "text)."),
         click.option("--compressibility", type=click.FloatRange(0.0, 1.0), default=0.0,
                      show_default=True,
                      help="Share of each generated value that is text-like (0: random "
-                          "bytes, incompressible; 1: all text, gzip ~3.6x). See README "
-                          "'Payloads' for each codec's ratio."),
+                          "bytes, incompressible; 0.9: gzip ~2.3x). See README 'Payloads' "
+                          "for each codec's ratio."),
     ]
     for option in reversed(options):
         func = option(func)
