@@ -154,16 +154,22 @@ class TopicSource:
             picks = offsets(seqs, self._salt, len(records)).tolist()
             return [i.to_bytes(ID_BYTES, "big") + records[k] for i, k in zip(ids, picks,
                                                                              strict=True)]
-        starts = offsets(seqs, self._salt, self._span, self._stride).tolist()
         buffer = self.buffer
         sizes = self.sizes(len(ids))
         if sizes is None:
             size = self.spec.sizes.size
-            if size >= ID_BYTES:
-                body = size - ID_BYTES
-                return [i.to_bytes(ID_BYTES, "big") + buffer[o:o + body]
-                        for i, o in zip(ids, starts, strict=True)]
-            return [i.to_bytes(ID_BYTES, "big")[ID_BYTES - size:] for i in ids]
+            if size < ID_BYTES:
+                return [i.to_bytes(ID_BYTES, "big")[ID_BYTES - size:] for i in ids]
+            body = size - ID_BYTES
+            starts = offsets(seqs, self._salt, self._span, self._stride).tolist()
+            return [i.to_bytes(ID_BYTES, "big") + buffer[o:o + body]
+                    for i, o in zip(ids, starts, strict=True)]
+        # drawn sizes: the pass's payloads are adjacent slices from one hashed position
+        bodies = np.maximum(np.asarray(sizes, dtype=np.int64) - ID_BYTES, 0)
+        ends = np.cumsum(bodies)
+        room = max(1, len(buffer) - int(ends[-1]))
+        base = int(offsets(seqs[:1], self._salt, room)[0])
+        starts = (base + ends - bodies).tolist()
         return [
             i.to_bytes(ID_BYTES, "big") + buffer[o:o + n - ID_BYTES] if n >= ID_BYTES
             else i.to_bytes(ID_BYTES, "big")[ID_BYTES - n:]
