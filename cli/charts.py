@@ -17,9 +17,29 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402  (after selecting the backend)
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
+from producer_core.config import MODES  # noqa: E402
 from producer_core.histogram import LatencyHistogram  # noqa: E402
 
-__all__ = ["latency_chart", "percentile_curve", "requests_chart", "rps_chart"]
+__all__ = ["latency_chart", "mode_color", "over_time_chart", "percentile_curve",
+           "requests_chart", "rps_chart"]
+
+_STYLES = ("-", "--", ":", "-.")
+
+
+def mode_color(mode: str) -> str:
+    """One colour per mode in every chart: the mode's place in the mode registry."""
+    return f"C{MODES.index(mode) % 10}" if mode in MODES else "C9"
+
+
+def _styles(modes: Sequence[str]) -> list[tuple[str, str]]:
+    """(colour, line style) per series: the mode's colour; repeats of a mode dashed."""
+    seen: dict[str, int] = {}
+    styles = []
+    for mode in modes:
+        index = seen.get(mode, 0)
+        seen[mode] = index + 1
+        styles.append((mode_color(mode), _STYLES[index % len(_STYLES)]))
+    return styles
 
 _TICKS = [(1, "0%"), (10, "90%"), (100, "99%"), (1_000, "99.9%"), (10_000, "99.99%"),
           (100_000, "99.999%"), (1_000_000, "99.9999%")]
@@ -45,15 +65,20 @@ def percentile_curve(histogram: LatencyHistogram,
 
 
 def latency_chart(series: Mapping[str, LatencyHistogram], path: Path,
-                  title: str = "Latency by percentile (intended send → acknowledgement)") -> Path:
-    """Percentile distribution per label on HdrHistogram's log 1/(1-p) axis."""
+                  title: str = "Latency by percentile (intended send → acknowledgement)",
+                  modes: Sequence[str] | None = None) -> Path:
+    """Percentile distribution per label on HdrHistogram's log 1/(1-p) axis; `modes`
+    (one per label) colours each curve by its mode."""
     fig = Figure(figsize=(9, 5), dpi=110)
     ax = fig.add_subplot()
     widest = 10.0
-    for label, histogram in series.items():
+    styles = _styles(modes) if modes is not None else [
+        (f"C{i % 10}", "-") for i in range(len(series))]
+    for (label, histogram), (color, style) in zip(series.items(), styles, strict=True):
         x, y = percentile_curve(histogram)
         if x.size:
-            ax.plot(x, y, label=f"{label} (n={histogram.count:,})", linewidth=1.8)
+            ax.plot(x, y, label=f"{label} (n={histogram.count:,})", linewidth=1.8,
+                    color=color, linestyle=style)
             widest = max(widest, float(x[-1]))
     ax.set_xscale("log")
     ticks = [(v, t) for v, t in _TICKS if v <= widest * 1.01]
@@ -73,9 +98,9 @@ def latency_chart(series: Mapping[str, LatencyHistogram], path: Path,
     return path
 
 
-def _bars(ax, labels: Sequence[str], values: Sequence[float], title: str, digits: int) -> None:
-    colors = [f"C{i}" for i in range(len(labels))]
-    bars = ax.bar(labels, values, color=colors)
+def _bars(ax, labels: Sequence[str], values: Sequence[float], title: str, digits: int,
+          colors: Sequence[str]) -> None:
+    bars = ax.bar(labels, values, color=list(colors))
     ax.bar_label(bars, labels=[f"{v:,.{digits}f}" for v in values], padding=2)
     ax.set_title(title)
     ax.set_ylim(0, max([*values, 1]) * 1.15)
@@ -83,12 +108,15 @@ def _bars(ax, labels: Sequence[str], values: Sequence[float], title: str, digits
 
 
 def requests_chart(labels: Sequence[str], requests: Sequence[float],
-                   msgs_per_req: Sequence[float], path: Path) -> Path:
-    """ProduceRequests sent and messages per request, one bar per label."""
+                   msgs_per_req: Sequence[float], path: Path,
+                   modes: Sequence[str] | None = None) -> Path:
+    """ProduceRequests sent and messages per request, one bar per label (mode colours)."""
     fig = Figure(figsize=(9, 4.5), dpi=110)
     left, right = fig.subplots(1, 2)
-    _bars(left, labels, requests, "ProduceRequests sent", 0)
-    _bars(right, labels, msgs_per_req, "messages per request", 1)
+    colors = [mode_color(m) for m in modes] if modes is not None else [
+        f"C{i % 10}" for i in range(len(labels))]
+    _bars(left, labels, requests, "ProduceRequests sent", 0, colors)
+    _bars(right, labels, msgs_per_req, "messages per request", 1, colors)
     fig.tight_layout()
     fig.savefig(path, format="png")
     return path
@@ -104,10 +132,14 @@ def _bin_width(span_s: float) -> float:
     return 60.0
 
 
-def rps_chart(series: Mapping[str, np.ndarray], path: Path) -> Path:
-    """Requests per second over the run (send times in s from each run's start)."""
+def rps_chart(series: Mapping[str, np.ndarray], path: Path,
+              modes: Sequence[str] | None = None) -> Path:
+    """Requests per second over the run (send times in s from each run's start), from
+    request logs: for results without `intervals` (see `over_time_chart`)."""
     fig = Figure(figsize=(9, 4.5), dpi=110)
     ax = fig.add_subplot()
+    styles = _styles(modes) if modes is not None else [
+        (f"C{i % 10}", "-") for i in range(len(series))]
     span = max((float(t.max()) for t in series.values() if t.size), default=1.0)
     width = _bin_width(span)
     # Whole bins; a tail shorter than half a bin joins the last one, and every rate is
@@ -118,10 +150,11 @@ def rps_chart(series: Mapping[str, np.ndarray], path: Path) -> Path:
     else:
         edges[-1] = span
     bounds = np.array(edges)
-    for label, times in series.items():
+    for (label, times), (color, style) in zip(series.items(), styles, strict=True):
         counts, _ = np.histogram(times, bins=bounds)
         rates = counts / np.diff(bounds)
-        ax.step(bounds, np.append(rates, rates[-1]), where="post", label=label, linewidth=1.6)
+        ax.step(bounds, np.append(rates, rates[-1]), where="post", label=label, linewidth=1.6,
+                color=color, linestyle=style)
     ax.set_xlabel(f"seconds since the run's start ({width:g} s bins)")
     ax.set_ylabel("ProduceRequests per second")
     ax.set_title("Requests per second")
@@ -129,6 +162,43 @@ def rps_chart(series: Mapping[str, np.ndarray], path: Path) -> Path:
     ax.grid(True, alpha=0.35)
     if series:
         ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return path
+
+
+OVER_TIME_PANELS = (
+    ("msgs_per_s", "messages acknowledged per second"),
+    ("mb_per_s", "MB/s (keys + values acknowledged)"),
+    ("requests_per_s", "ProduceRequests per second"),
+    ("p99_ms", "latency p99 (solid) and p50 (dotted), ms"),
+)
+
+
+def over_time_chart(series: Mapping[str, tuple[str, list[dict]]], path: Path) -> Path:
+    """A run over time from its `intervals`: rate, MB/s, requests/s and latency, one line
+    per label (`series`: label -> (mode, interval rows)), coloured by mode."""
+    fig = Figure(figsize=(10, 9), dpi=110)
+    axes = fig.subplots(len(OVER_TIME_PANELS), 1, sharex=True)
+    styles = _styles([mode for mode, _ in series.values()])
+    for ax, (key, title) in zip(axes, OVER_TIME_PANELS, strict=True):
+        for (label, (_, rows)), (color, style) in zip(series.items(), styles, strict=True):
+            if not rows:
+                continue
+            edges = [rows[0]["start_s"], *(r["end_s"] for r in rows)]
+            values = [r[key] for r in rows]
+            ax.step(edges, [*values, values[-1]], where="post", color=color,
+                    linestyle=style, linewidth=1.6, label=label)
+            if key == "p99_ms":
+                p50 = [r["p50_ms"] for r in rows]
+                ax.step(edges, [*p50, p50[-1]], where="post", color=color, linestyle=":",
+                        linewidth=1.2)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.35)
+    axes[-1].set_xlabel("seconds since the run's start")
+    if series:
+        axes[0].legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, format="png")
     return path

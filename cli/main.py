@@ -22,6 +22,8 @@ from cli.options import (
     workload_from_flags,
     workload_options,
 )
+from cli.output_mode import emit_json, output_from_flags, output_options
+from cli.payload_opts import payload_from_flags, payload_options, with_payload
 from cli.render import (
     comparison_table,
     console,
@@ -82,6 +84,7 @@ def write_json(path: Path, payload: Any) -> None:
                    "and combined batches, late partition choice and rate limits (bruce.*); "
                    "'librdkafka' = the real client (confluent-kafka) on the same workload.")
 @workload_options
+@payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting with Kafka's name, e.g. -X linger.ms=10 -X acks=all. "
                    "Repeatable. See the list below.")
@@ -90,8 +93,10 @@ def write_json(path: Path, payload: Any) -> None:
 @client_options
 @lab_options
 @runner_options
+@output_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Write the results JSON to this file.")
+              default=None, help="Write the results JSON to this file ('-': to stdout, "
+                                 "and everything else to stderr).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help=OUT_HELP)
 @click.option("--progress/--no-progress", default=True, show_default=True,
@@ -105,13 +110,15 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
     """
+    output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     client = client_inputs(command_config, overrides, bootstrap_servers, [mode],
                            replication_factor, topic_configs)
     bootstrap_servers = client.bootstrap
     runner = runner_from_flags(workload_flags, bootstrap_servers)
     settings = finish_settings(build_settings(client.assignments, mode=mode), client)
-    workload = workload_from_flags(**workload_flags)
+    payload = payload_from_flags(workload_flags)
+    workload = with_payload(workload_from_flags(**workload_flags), payload)
     with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
         announce_start(target)
         console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
@@ -128,9 +135,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     if len(payload.get("topics", {})) > 1:
         out.print(topics_table(payload))
     print_warnings(payload)
-    if json_path is not None:
-        write_json(json_path, payload)
-        console.print(f"Results written to {json_path}.")
+    emit_json(json_path, payload, write_json)
     if out_dir is not None:
         console.print(f"Results written to {write_results_dir(out_dir, payload, [results])}.")
 
@@ -150,6 +155,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                    "adaptive and aimd choose their own window and get none. "
                    "--mode-config still wins.")
 @workload_options
+@payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting applied to every mode (see kbatch produce --help).")
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,
@@ -159,8 +165,10 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 @client_options
 @lab_options
 @runner_options
+@output_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Write every run and the summary as JSON to this file.")
+              default=None, help="Write every run and the summary as JSON to this file "
+                                 "('-': to stdout, and everything else to stderr).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help=OUT_HELP)
 @click.option("--progress/--no-progress", default=True, show_default=True,
@@ -178,6 +186,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
 
     kbatch compare-modes --partitions 1000 --rate 20000 --duration 30 --linger-ms 500
     """
+    output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     modes = parse_modes(modes_text, MODES)
     client = client_inputs(command_config, overrides, bootstrap_servers, modes,
@@ -189,7 +198,8 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     for mode_run in mode_runs:
         for warning in mode_run.settings.warnings:
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
-    workload = workload_from_flags(**workload_flags)
+    payload = payload_from_flags(workload_flags)
+    workload = with_payload(workload_from_flags(**workload_flags), payload)
     stack = ExitStack()
 
     def on_start(mode: str, round_index: int):
@@ -214,9 +224,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     for run_document in document["runs"]:
         for warning in run_document.get("warnings", []):
             console.print(f"[yellow]Warning ({run_document['mode']}):[/yellow] {warning}")
-    if json_path is not None:
-        write_json(json_path, document)
-        console.print(f"Results written to {json_path}.")
+    emit_json(json_path, document, write_json)
     if out_dir is not None:
         path = write_results_dir(out_dir, document, recorder.results)
         console.print(f"Results written to {path}.")

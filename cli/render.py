@@ -3,43 +3,15 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
-from rich.text import Text
-
-from producer_core.engine import Progress
 
 console = Console(stderr=True)
 """Progress and notices go to stderr so stdout stays clean for tables and pipes."""
 out = Console(width=None if sys.stdout.isatty() else 160)
 """Tables; wide when piped (CI logs), so metric names and cells are not folded."""
-
-
-@contextmanager
-def live_progress(label: str, enabled: bool) -> Iterator[Any]:
-    """Yield a callback that shows engine progress live; silent when not on a terminal."""
-    if not enabled or not console.is_terminal:
-        yield None
-        return
-    with Live(Text(f"{label}: starting..."), console=console, refresh_per_second=4,
-              transient=True) as live:
-
-        def update(p: Progress) -> None:
-            rate = p.acknowledged / p.elapsed_s if p.elapsed_s > 0 else 0.0
-            total = f"/{p.target_messages:,}" if p.target_messages else ""
-            live.update(Text(
-                f"{label}  {p.elapsed_s:6.1f} s  generated {p.generated:,}{total}  "
-                f"acked {p.acknowledged:,} ({rate:,.0f}/s)  failed {p.failed:,}  "
-                f"in flight {p.in_flight_requests}  requests {p.requests_sent:,}  "
-                f"p99 {p.p99_ms:,.1f} ms"
-            ))
-
-        yield update
 
 
 def _reasons(msgs: dict[str, Any]) -> str:
@@ -73,6 +45,7 @@ def summary_table(result: dict[str, Any]) -> Table:
           if msgs.get("discarded") else []),
         ("rate achieved (target)",
          f"{rate['achieved_msgs_per_s']:,.0f}/s ({'max' if target is None else f'{target:,.0f}'})"),
+        *_volume_rows(result),
     ]
     lat = result["latency"]
     rows += [
@@ -107,6 +80,20 @@ def summary_table(result: dict[str, Any]) -> Table:
     return table
 
 
+def _volume_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """MB/s and what compression did (absent from results of older versions)."""
+    rate, compression = result["rate"], result.get("compression")
+    rows = []
+    if "mb_per_s" in rate:
+        rows.append(("MB/s payload / on the wire",
+                     f"{rate['mb_per_s']:,.2f} / {rate['wire_mb_per_s']:,.2f}"))
+    if compression:
+        rows.append(("compression: type, ratio (payload / wire), wire bytes per request",
+                     f"{compression['type']}, {compression['ratio']:,.2f}, "
+                     f"{compression['wire_bytes_per_request']:,.0f}"))
+    return rows
+
+
 def print_warnings(result: dict[str, Any]) -> None:
     for warning in result.get("warnings", []):
         console.print(f"[yellow]Warning:[/yellow] {warning}")
@@ -115,6 +102,8 @@ def print_warnings(result: dict[str, Any]) -> None:
 def _cell(metric: str, cell: dict[str, float], repeat: int) -> str:
     digits = 1 if metric in ("msgs_per_req", "partitions_per_request") or metric.endswith(
         "_ms") else 0
+    if metric == "mb_per_s":
+        digits = 2
     text = f"{cell['median']:,.{digits}f}"
     if repeat > 1:
         text += f" ({cell['min']:,.{digits}f}–{cell['max']:,.{digits}f})"
@@ -137,6 +126,8 @@ def comparison_table(document: dict[str, Any]) -> Table:
         if index:
             table.add_column(f"change vs {modes[0]}", justify="right")
     for metric in SUMMARY_METRICS:
+        if any(metric not in summary[mode] for mode in modes):
+            continue  # results of an older kbatch, before this metric
         row = [metric]
         for index, mode in enumerate(modes):
             row.append(_cell(metric, summary[mode][metric], repeat))
@@ -160,7 +151,7 @@ def topics_table(result: dict[str, Any], limit: int = 60) -> Table:
     """Per-topic figures of a multi-topic run (requests count once per topic carried)."""
     table = Table(title="per topic (a request carrying several topics counts for each)")
     for name in ("topic", "requests", "msgs/req", "acked", "failed", "discarded", "rate/s",
-                 "p50 ms", "p99 ms"):
+                 "MB/s", "p50 ms", "p99 ms"):
         table.add_column(name, justify="left" if name == "topic" else "right",
                          no_wrap=name == "topic")
     topics = sorted(result["topics"].items(), key=lambda kv: -kv[1]["records_sent"])
@@ -168,7 +159,8 @@ def topics_table(result: dict[str, Any], limit: int = 60) -> Table:
         m = t["messages"]
         table.add_row(name, f"{t['requests']:,}", f"{t['msgs_per_req']:,.1f}",
                       f"{m['acknowledged']:,}", f"{m['failed']:,}", f"{m['discarded']:,}",
-                      f"{t['achieved_msgs_per_s']:,.0f}", _ms(t["latency"]["p50_ms"]),
+                      f"{t['achieved_msgs_per_s']:,.0f}", f"{t.get('mb_per_s', 0.0):,.2f}",
+                      _ms(t["latency"]["p50_ms"]),
                       _ms(t["latency"]["p99_ms"]))
     if len(topics) > limit:
         table.caption = f"{len(topics) - limit} more topics in the JSON"

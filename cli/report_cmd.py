@@ -13,7 +13,7 @@ from rich.table import Table
 
 from cli.errors import friendly_errors
 from cli.markdown import table_to_markdown
-from cli.render import comparison_table, console, out, summary_table
+from cli.render import comparison_table, console, out, summary_table, topics_table
 from producer_core.compare import SUMMARY_METRICS
 from producer_core.histogram import LatencyHistogram
 from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results
@@ -41,6 +41,17 @@ def latency_table(item: LoadedResults) -> Table:
         table.add_row(_run_label(item, run), *(f"{latency[key]:,.3f}" for _, key in
                                                LATENCY_COLUMNS), f"{latency['count']:,}")
     return table
+
+
+def run_topic_tables(item: LoadedResults) -> list[Table]:
+    """The per-topic table of every run with more than one topic."""
+    tables = []
+    for run in item.runs:
+        if len(run.get("topics", {})) > 1:
+            table = topics_table(run)
+            table.title = f"{_run_label(item, run)}: {table.title}"
+            tables.append(table)
+    return tables
 
 
 def _run_label(item: LoadedResults, run: dict[str, Any]) -> str:
@@ -104,22 +115,32 @@ def _facts(item: LoadedResults) -> list[str]:
 
 
 def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Path]:
-    """latency.png, requests.png and (if request logs exist) requests_per_second.png."""
-    from cli.charts import latency_chart, requests_chart, rps_chart
+    """latency.png, requests.png, over_time.png (from the runs' intervals) and, for runs
+    without intervals (older results), requests_per_second.png from their request logs."""
+    from cli.charts import latency_chart, over_time_chart, requests_chart, rps_chart
 
     labels = _labels(loaded)
+    modes = [mode for _, mode, _ in labels]
     charts: dict[str, Path] = {}
     histograms: dict[str, LatencyHistogram] = {
         label: item.latency_histogram(mode) for item, mode, label in labels}
-    charts["latency"] = latency_chart(histograms, out_dir / "latency.png")
+    charts["latency"] = latency_chart(histograms, out_dir / "latency.png", modes=modes)
     charts["requests"] = requests_chart(
         [label for _, _, label in labels],
         [_median_of(item, mode, "requests_sent") for item, mode, _ in labels],
         [_median_of(item, mode, "msgs_per_req") for item, mode, _ in labels],
-        out_dir / "requests.png")
+        out_dir / "requests.png", modes=modes)
+    over_time: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     series: dict[str, np.ndarray] = {}
+    series_modes: list[str] = []
     for item in loaded:
         for run in item.runs:
+            label = _run_label(item, run)
+            label = f"{_name(item)}: {label}" if len(loaded) > 1 else label
+            rows = (run.get("intervals") or {}).get("run")
+            if rows:
+                over_time[label] = (run["mode"], rows)
+                continue
             log = item.companion(run, "requests")
             if log is None:
                 continue
@@ -128,16 +149,27 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
             times = read_request_log(log).column("send_time_s").to_numpy()
             if times.size == 0:  # mode librdkafka: the client reports totals only
                 continue
-            label = _run_label(item, run)
-            series[f"{_name(item)}: {label}" if len(loaded) > 1 else label] = times
+            series[label] = times
+            series_modes.append(run["mode"])
+    if over_time:
+        charts["over_time"] = over_time_chart(over_time, out_dir / "over_time.png")
     if series:
-        charts["requests_per_second"] = rps_chart(series, out_dir / "requests_per_second.png")
+        charts["requests_per_second"] = rps_chart(series, out_dir / "requests_per_second.png",
+                                                  modes=series_modes)
     return charts
+
+
+def _missing_over_time(loaded: Sequence[LoadedResults]) -> list[str]:
+    """Runs that no over-time chart shows, so the report can say so."""
+    return [f"{_name(item)}: {_run_label(item, run)}" for item in loaded for run in item.runs
+            if not (run.get("intervals") or {}).get("run")
+            and (item.companion(run, "requests") is None or run["mode"] == "librdkafka")]
 
 
 _CHART_TITLES = {
     "latency": "Latency percentile distribution",
     "requests": "Requests sent and messages per request",
+    "over_time": "Rate, MB/s, requests per second and latency over time",
     "requests_per_second": "Requests per second",
 }
 
@@ -149,6 +181,7 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
     for item in loaded:
         lines += [f"## {item.path}", "", *_facts(item), ""]
         lines += [table_to_markdown(live_table(item)), table_to_markdown(latency_table(item))]
+        lines += [table_to_markdown(t) for t in run_topic_tables(item)]
         warnings = [(run["mode"], w) for run in item.runs for w in run.get("warnings", [])]
         if warnings:
             lines += ["**Warnings**", ""] + [f"- {mode}: {w}" for mode, w in warnings] + [""]
@@ -157,9 +190,10 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
         for key, path in charts.items():
             link = Path(os.path.relpath(path, markdown_path.parent)).as_posix()
             lines += [f"![{_CHART_TITLES[key]}]({link})", ""]
-    if "requests_per_second" not in charts and charts:
-        lines += ["(No per-request log in these results, so no requests-per-second chart: "
-                  "write results with --out DIR to keep one; mode librdkafka has none.)", ""]
+    missing = _missing_over_time(loaded) if charts else []
+    if missing:
+        lines += ["(Not in the charts over time, having neither intervals nor a per-request "
+                  f"log: {', '.join(missing)}. Results of this kbatch carry intervals.)", ""]
     return "\n".join(lines)
 
 
@@ -179,9 +213,10 @@ def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path |
     """Show saved results as tables, Markdown and charts.
 
     INPUTS are directories written with --out, or results JSON files (from --json or
-    --out). Prints the tables the live command printed; writes report.md and
-    latency.png (percentile distribution), requests.png (requests and msgs/req per mode)
-    and requests_per_second.png (needs the per-request log of an --out directory).
+    --out). Prints the tables the live command printed (and the per-topic table of a
+    multi-topic run); writes report.md, latency.png (percentile distribution),
+    requests.png (requests and msgs/req per mode) and over_time.png (messages/s, MB/s,
+    requests/s and p50/p99 over the run, from its intervals), one colour per mode.
 
     Example: kbatch report out/ && cat out/report/report.md >> "$GITHUB_STEP_SUMMARY"
     """
@@ -189,6 +224,8 @@ def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path |
     for item in loaded:
         out.print(live_table(item))
         out.print(latency_table(item))
+        for table in run_topic_tables(item):
+            out.print(table)
     if out_dir is None:
         out_dir = inputs[0] / "report" if len(inputs) == 1 and inputs[0].is_dir() else Path(
             "kbatch-report")

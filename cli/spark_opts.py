@@ -16,7 +16,8 @@ import click
 from rich.live import Live
 from rich.text import Text
 
-from cli.render import console, live_progress
+from cli.output_mode import live_progress
+from cli.render import console
 from producer_core.distributed.plan import (
     DEFAULT_START_LEAD_S,
     MASTER_FORMS,

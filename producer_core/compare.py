@@ -27,6 +27,7 @@ SUMMARY_METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
     "p99_ms": lambda r: r["latency"]["p99_ms"],
     "max_ms": lambda r: r["latency"]["max_ms"],
     "achieved_msgs_per_s": lambda r: r["rate"]["achieved_msgs_per_s"],
+    "mb_per_s": lambda r: r["rate"]["mb_per_s"],
     "failed": lambda r: r["messages"]["failed"],
 }
 

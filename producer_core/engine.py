@@ -24,8 +24,10 @@ from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.config import ProducerSettings
 from producer_core.errors import BrokerError
 from producer_core.generator import Generator
+from producer_core.intervals import IntervalRecorder, engine_live
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
 from producer_core.memory import BatchMemory, BlockedGenerator
+from producer_core.message_source import run_target_rate
 from producer_core.metrics import RequestRecord, Results, RunMetrics
 from producer_core.run_checks import check_message_fits, largest_record, run_warnings
 from producer_core.transport import Cluster
@@ -130,7 +132,7 @@ class Engine:
     # ------------------------------------------------------------------ run
     async def run(self) -> Results:
         await self._setup()
-        progress_task = None
+        progress_task = interval_task = None
         try:
             self.start = self.loop.time() + START_LEAD_S
             if self.workload.start_at is not None:  # a share of a distributed run
@@ -143,14 +145,20 @@ class Engine:
             self._intended = self.generator.intended_total()
             if self.on_progress is not None:
                 progress_task = asyncio.ensure_future(self._report_progress())
+            intervals = IntervalRecorder.for_callback(self.on_progress)
+            intervals.begin(self.start, self.metrics, engine_live(self.metrics))
+            interval_task = asyncio.ensure_future(intervals.run_async(self.loop.time))
             await self._generate()
             self._generation_done = True
             self.policy.start_flush()
             await self._drain_everything()
             end = self.loop.time()
+            intervals.finish(end)
         finally:
             if progress_task is not None:
                 progress_task.cancel()
+            if interval_task is not None:
+                interval_task.cancel()
             for task in list(self._tasks):
                 task.cancel()
             await self.cluster.close()
@@ -458,7 +466,8 @@ class Engine:
         warnings = run_warnings(self.metrics, self.workload, "buffer.memory")
         warnings.extend(self.settings.warnings)
         extra: dict[str, Any] = {"messages_intended": self._intended
-                                 or self.metrics.messages_generated}
+                                 or self.metrics.messages_generated,
+                                 "target_msgs_per_s": run_target_rate(self.workload)}
         collector = self.policy.stats()
         if collector:
             extra["json"] = {self.policy.stats_key: collector}

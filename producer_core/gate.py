@@ -399,7 +399,12 @@ class MetricSource:
             path, stat = rest[0], rest[1]
         if path in SUMMARY_METRICS:
             get = SUMMARY_METRICS[path]
-            values = [float(get(run)) for run in runs]
+            try:
+                values = [float(get(run)) for run in runs]
+            except KeyError:  # results written before the metric existed
+                raise MetricError(
+                    f"missing metric {name!r}: the {mode} runs in {self.label} do not hold "
+                    f"{path!r} (results of an older kbatch); rerun to gate on it.") from None
         else:
             found_all = [_walk(run, rest)[0] for run in runs]
             if not schema_knows(rest) and not all(found_all):

@@ -148,6 +148,7 @@ class Generator:
         ids = range(source.id_base + seqs.start, source.id_base + seqs.stop)
         values = source.values(ids)
         key_indexes = source.key_indexes(seqs)
+        payload = sum(map(len, values))
         first = topic.first_slot
         if key_indexes is None:
             keys = None
@@ -158,6 +159,9 @@ class Generator:
         else:
             keys = [source.keys[k] for k in key_indexes]
             slots = [first + source.key_partitions[k] for k in key_indexes]
+            payload += sum(map(len, keys))
+        self.metrics.payload_bytes += payload
+        topic.metrics.payload_bytes += payload
         if isinstance(topic.schedule, Unthrottled):
             intended_array = np.full(count, now)
         else:

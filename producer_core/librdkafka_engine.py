@@ -45,7 +45,9 @@ from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
 from producer_core.engine import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
 from producer_core.errors import BrokerError, ConfigError, UsageError
 from producer_core.generator import Generator
+from producer_core.intervals import IntervalRecorder, Tally, run_tally, topic_tally
 from producer_core.memory import BlockedGenerator
+from producer_core.message_source import run_target_rate
 from producer_core.metrics import ClientCounts, Results, RunMetrics, TopicMetrics
 from producer_core.run_checks import check_message_fits, run_warnings
 from producer_core.security import redact, scrub
@@ -232,6 +234,7 @@ class LibrdkafkaRun:
         self._errors: Counter[str] = Counter()
         self._fatal: str | None = None
         self.config, self.used_settings = librdkafka_config(settings)
+        self.intervals = IntervalRecorder.for_callback(on_progress)
 
     # ----------------------------------------------------------------- setup
     def _producer(self) -> Any:
@@ -307,10 +310,12 @@ class LibrdkafkaRun:
             self._warmup_until = self.start + self.workload.warmup_s
             self._last_progress = self.start
             generator.begin(self.start)
+            self.intervals.begin(self.start, self.metrics, self._live_tally)
             self._intended = generator.intended_total()
             self._generate(generator, producer)
             end = self._drain(producer)
             self._final_stats(producer)
+            self.intervals.finish(end)  # after the statistics that hold the last requests
         finally:
             if self.stop.is_set():
                 producer.purge()
@@ -334,6 +339,7 @@ class LibrdkafkaRun:
                 self.metrics.latency.record_seconds(array)
                 self.metrics.topics[topic].latency.record_seconds(array)
         now = self.clock()
+        self.intervals.poll(now)
         if self.on_progress is not None and now - self._last_progress >= PROGRESS_INTERVAL_S:
             self._last_progress = now
             m = self.metrics
@@ -344,6 +350,15 @@ class LibrdkafkaRun:
                 p99_ms=m.latency.percentile_ms(99) if m.latency.count else 0.0,
                 target_messages=self._intended,
             ))
+
+    def _live_tally(self) -> tuple[Tally, dict[str, Tally]]:
+        """Request figures so far, from the last statistics emit (every second)."""
+        m = self.metrics
+        run = run_tally(m, sum(self._produce_requests.values()),
+                        sum(self._batch_records.values()), sum(self._batch_bytes.values()))
+        return run, {name: topic_tally(t, self._batches[name], self._batch_records[name],
+                                       self._batch_bytes[name])
+                     for name, t in m.topics.items()}
 
     def _generate(self, generator: Generator, producer: Any) -> None:
         """The engine's generator loop, with librdkafka's `poll` as the only wait."""
@@ -424,6 +439,7 @@ class LibrdkafkaRun:
             warnings=warnings,
             extra={
                 "messages_intended": self._intended or m.messages_generated,
+                "target_msgs_per_s": run_target_rate(self.workload),
                 "json": {"librdkafka": {
                     "version": libversion()[0],
                     "config": shown_config(self.config),

@@ -2,8 +2,9 @@
 
 Everything per message is done in bulk per generator pass (numpy draws, list
 comprehensions), because this runs for every message the engine sends. Values start with
-the message id (8 bytes, big-endian) so a reader can verify delivery; the rest is one
-seeded random payload cut to the drawn size.
+the message id (8 bytes, big-endian) so a reader can verify delivery; the rest is the
+topic's payload (`producer_core.payload`): a slice of a seeded random (or text-mixed)
+buffer cut to the drawn size, or a record of a payload file.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 import numpy as np
 
 from producer_core.partitioner import key_table
+from producer_core.payload import cached_records, offsets, random_buffer
 from producer_core.schedule import (
     PiecewiseSchedule,
     PoissonSchedule,
@@ -23,12 +25,14 @@ from producer_core.schedule import (
     ramp,
     step,
 )
-from producer_core.workload import ID_BYTES, TopicSpec
+from producer_core.workload import ID_BYTES, TopicSpec, Workload
 
 TOPIC_ID_SHIFT = 40
 """Message id = topic index << 40 | sequence: unique across the topics of a run."""
 SHARE_ID_SHIFT = 56
 """Shares of a distributed run add `share index << 56`, so their ids never collide."""
+BUFFER_MIN = 16 << 20
+"""Smallest payload buffer; larger values get one twice their size."""
 
 
 def make_schedule(spec: TopicSpec, horizon: float | None, seed: int) -> Schedule:
@@ -58,6 +62,27 @@ def scheduled_total(schedule: Schedule) -> int | None:
     return None
 
 
+def run_target_rate(workload: Workload) -> float | None:
+    """The rate the run intends on average: its topics' profiles integrated over the run's
+    duration, divided by it (a ramp or a step profile's end state would make a run on
+    schedule look short). None when a topic is unthrottled; the long-run rate without a
+    duration (a --messages run)."""
+    specs = workload.topic_specs()
+    if any(spec.rate.kind == "max" for spec in specs):
+        return None
+    horizon = workload.duration_s
+    if horizon is None:
+        return workload.target_rate
+    total = 0.0
+    for spec in specs:
+        if spec.rate.kind == "poisson":
+            assert spec.rate.rate is not None
+            total += spec.rate.rate * horizon
+            continue
+        total += scheduled_total(make_schedule(spec, horizon, workload.seed)) or 0
+    return round(total / horizon, 3)
+
+
 class TopicSource:
     """Partitions, keys and values for one topic's messages, drawn per generator pass."""
 
@@ -67,8 +92,18 @@ class TopicSource:
         self.id_base = (share_index << SHARE_ID_SHIFT) | (topic_index << TOPIC_ID_SHIFT)
         rng = np.random.default_rng([seed, topic_index])
         self._rng = rng
-        largest = spec.sizes.largest
-        self.pad = rng.bytes(max(0, largest - ID_BYTES))
+        self._salt = (seed * 0x2545F491 + topic_index * 0x5BD1E995 + share_index) % (1 << 32)
+        self.records: tuple[bytes, ...] = ()
+        if spec.payload.kind == "file":
+            assert spec.payload.file is not None
+            self.records = cached_records(spec.payload.file, spec.payload.delimiter)
+            self.buffer = b""
+        else:
+            body = max(0, spec.sizes.largest - ID_BYTES)
+            size = max(BUFFER_MIN, 2 * body)
+            self.buffer = random_buffer(seed, spec.payload.compressibility, size)
+        self._stride = max(1, spec.sizes.largest - ID_BYTES)
+        self._span = len(self.buffer) - max(0, spec.sizes.largest - ID_BYTES)
         self.headers = [(k, v) for k, v in spec.headers]
         keys = spec.keys
         self.keys: list[bytes] = []
@@ -113,16 +148,30 @@ class TopicSource:
 
     def values(self, ids: range) -> list[bytes]:
         """Values for message ids `ids` (id in the first 8 bytes, then the payload)."""
+        seqs = np.arange(ids.start - self.id_base, ids.stop - self.id_base, dtype=np.int64)
+        if self.records:
+            records = self.records
+            picks = offsets(seqs, self._salt, len(records)).tolist()
+            return [i.to_bytes(ID_BYTES, "big") + records[k] for i, k in zip(ids, picks,
+                                                                             strict=True)]
+        buffer = self.buffer
         sizes = self.sizes(len(ids))
-        pad = self.pad
         if sizes is None:
             size = self.spec.sizes.size
-            if size >= ID_BYTES:
-                body = pad[: size - ID_BYTES]
-                return [i.to_bytes(ID_BYTES, "big") + body for i in ids]
-            return [i.to_bytes(ID_BYTES, "big")[ID_BYTES - size:] for i in ids]
+            if size < ID_BYTES:
+                return [i.to_bytes(ID_BYTES, "big")[ID_BYTES - size:] for i in ids]
+            body = size - ID_BYTES
+            starts = offsets(seqs, self._salt, self._span, self._stride).tolist()
+            return [i.to_bytes(ID_BYTES, "big") + buffer[o:o + body]
+                    for i, o in zip(ids, starts, strict=True)]
+        # drawn sizes: the pass's payloads are adjacent slices from one hashed position
+        bodies = np.maximum(np.asarray(sizes, dtype=np.int64) - ID_BYTES, 0)
+        ends = np.cumsum(bodies)
+        room = max(1, len(buffer) - int(ends[-1]))
+        base = int(offsets(seqs[:1], self._salt, room)[0])
+        starts = (base + ends - bodies).tolist()
         return [
-            i.to_bytes(ID_BYTES, "big") + pad[: n - ID_BYTES] if n >= ID_BYTES
+            i.to_bytes(ID_BYTES, "big") + buffer[o:o + n - ID_BYTES] if n >= ID_BYTES
             else i.to_bytes(ID_BYTES, "big")[ID_BYTES - n:]
-            for i, n in zip(ids, sizes, strict=True)
+            for i, n, o in zip(ids, sizes, starts, strict=True)
         ]

@@ -70,9 +70,14 @@ class TopicMetrics:
     discarded: int = 0
     discard_reasons: Counter[str] = field(default_factory=Counter)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    payload_bytes: int = 0
+    """Key and value bytes of the messages generated (see `payload_mb_per_s`)."""
 
     def to_dict(self, duration_s: float) -> dict[str, Any]:
         return {
+            "payload_bytes": self.payload_bytes,
+            "mb_per_s": payload_mb_per_s(self.payload_bytes, self.generated,
+                                         self.acknowledged, duration_s),
             "requests": self.requests,
             "records_sent": self.records_sent,
             "bytes_sent": self.bytes_sent,
@@ -116,6 +121,10 @@ class RunMetrics:
     """Per-topic figures, filled by the engine (in workload order)."""
     messages_discarded: int = 0
     discard_reasons: Counter[str] = field(default_factory=Counter)
+    payload_bytes: int = 0
+    """Key and value bytes of the messages generated: compression's input."""
+    intervals: Any = None
+    """The run's `intervals.IntervalRecorder`, if one ran (its `to_dict` goes in the JSON)."""
 
     def discard(self, topic: str, count: int, reason: str) -> None:
         """Messages a mode chose not to send (Bruce's rate limit): counted, never lost."""
@@ -138,6 +147,31 @@ class RunMetrics:
     def fail(self, count: int, reason: str) -> None:
         self.messages_failed += count
         self.failed_reasons[reason] += count
+
+
+MB = 1_000_000
+"""MB/s figures use decimal megabytes."""
+
+
+def payload_mb_per_s(payload_bytes: int, generated: int, acknowledged: int,
+                     seconds: float) -> float:
+    """Key and value MB per second of acknowledged messages: the mean generated size times
+    the acknowledged count (exact for fixed sizes), like kafka-producer-perf-test's MB/sec."""
+    if seconds <= 0 or generated <= 0:
+        return 0.0
+    return round(payload_bytes / generated * acknowledged / seconds / MB, 3)
+
+
+def compression_summary(codec: str, payload_bytes: int, wire_bytes: int, requests: int
+                        ) -> dict[str, Any]:
+    """How much the codec saved: payload (key + value) bytes per byte on the wire."""
+    return {
+        "type": codec,
+        "payload_bytes": payload_bytes,
+        "wire_bytes": wire_bytes,
+        "ratio": round(payload_bytes / wire_bytes, 3) if wire_bytes else 0.0,
+        "wire_bytes_per_request": round(wire_bytes / requests, 1) if requests else 0.0,
+    }
 
 
 def _distribution(values: np.ndarray, unit: str = "") -> dict[str, float]:
@@ -215,9 +249,16 @@ class Results:
                 "discard_reasons": dict(m.discard_reasons),
             },
             "rate": {
-                "target_msgs_per_s": target,
+                "target_msgs_per_s": self.extra.get("target_msgs_per_s", target),
                 "achieved_msgs_per_s": round(self.achieved_rate, 1),
+                "mb_per_s": payload_mb_per_s(m.payload_bytes, m.messages_generated,
+                                             m.messages_acked, self.duration_s),
+                "wire_mb_per_s": round(m.bytes_sent / self.duration_s / MB, 3)
+                if self.duration_s > 0 else 0.0,
             },
+            "compression": compression_summary(
+                str(self.settings.get("compression.type", "none")), m.payload_bytes,
+                m.bytes_sent, self.requests_sent),
             "latency": _summary(m.latency),
             "generator_lag": _summary(m.generator_lag),
             "linger": _summary(m.linger),
@@ -238,6 +279,7 @@ class Results:
                 "batch_linger_us": m.batch_linger.encode(),
             },
             "topics": {name: t.to_dict(self.duration_s) for name, t in m.topics.items()},
+            **({"intervals": m.intervals.to_dict()} if m.intervals is not None else {}),
             "warnings": self.warnings,
             **self.extra.get("json", {}),
         }

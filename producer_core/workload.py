@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from producer_core.errors import UsageError
+from producer_core.payload import PayloadSpec, file_value_sizes
 
 ID_BYTES = 8
 """Each value starts with the message id (8 bytes, big-endian) so a reader can check it."""
@@ -71,6 +72,18 @@ class SizeSpec:
     sizes: tuple[int, ...] = ()
     weights: tuple[float, ...] = ()
 
+    def describe(self) -> dict[str, Any]:
+        """The distribution in the workload file's own syntax, with its mean."""
+        if self.kind == "uniform":
+            return {"uniform": [self.minimum, self.maximum],
+                    "mean": (self.minimum + self.maximum) / 2}
+        if self.kind == "weighted":
+            total = sum(self.weights)
+            return {"weighted": [[s, w] for s, w in zip(self.sizes, self.weights, strict=True)],
+                    "mean": round(sum(s * w for s, w in zip(self.sizes, self.weights,
+                                                              strict=True)) / total, 3)}
+        return {"fixed": self.size, "mean": float(self.size)}
+
     @property
     def largest(self) -> int:
         if self.kind == "uniform":
@@ -93,6 +106,7 @@ class TopicSpec:
     headers: tuple[tuple[str, bytes], ...] = ()
     batching: tuple[tuple[str, int], ...] = ()
     rate_limit: tuple[int, int] | None = None  # (interval ms, max messages per interval)
+    payload: PayloadSpec = field(default_factory=PayloadSpec)
 
 
 @dataclass(frozen=True)
@@ -116,6 +130,8 @@ class Workload:
     share_count: int = 1
     start_at: float | None = None
     """Wall-clock instant (epoch seconds) the schedule starts at, so shares line up."""
+    payload: PayloadSpec = field(default_factory=PayloadSpec)
+    """What values are made of (every topic; see `producer_core.payload`)."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -157,11 +173,20 @@ class Workload:
     def topic_specs(self) -> tuple[TopicSpec, ...]:
         """The topics to produce to; the command line's one topic if no file gave any."""
         if self.topics:
-            return self.topics
-        rate = RateSpec("max", None) if self.rate is None else RateSpec("constant", self.rate)
-        keys = KeySpec("uniform", self.keys) if self.keys else KeySpec()
-        return (TopicSpec(self.topic, self.partitions, rate, keys,
-                          SizeSpec("fixed", self.message_size)),)
+            topics = self.topics
+        else:
+            rate = RateSpec("max", None) if self.rate is None else RateSpec("constant",
+                                                                             self.rate)
+            keys = KeySpec("uniform", self.keys) if self.keys else KeySpec()
+            topics = (TopicSpec(self.topic, self.partitions, rate, keys,
+                                SizeSpec("fixed", self.message_size)),)
+        if self.payload == PayloadSpec():
+            return topics
+        sizes = None
+        if self.payload.kind == "file":  # the file's records decide the sizes
+            values, weights = file_value_sizes(self.payload, ID_BYTES)
+            sizes = SizeSpec("weighted", sizes=values, weights=weights)
+        return tuple(replace(t, payload=self.payload, sizes=sizes or t.sizes) for t in topics)
 
     def with_topic_suffix(self, suffix: str) -> Workload:
         """The same workload on fresh topics (compare-modes runs each mode on its own)."""
@@ -211,7 +236,12 @@ class Workload:
         return None
 
     def as_dict(self) -> dict[str, Any]:
+        """The workload for the results JSON; `value_size` per topic is its distribution
+        (a file's topics draw sizes, so one `message_size` would misreport them)."""
         data = asdict(self)
+        data["value_size"] = {t.name: t.sizes.describe() for t in self.topic_specs()}
+        if self.topics:
+            data["message_size"] = None
         for topic in data["topics"]:
             topic["headers"] = [[k, v.decode("utf-8", "replace")] for k, v in topic["headers"]]
         return data

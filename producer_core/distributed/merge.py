@@ -29,6 +29,7 @@ from dataclasses import asdict
 from typing import Any
 
 from producer_core.histogram import LatencyHistogram
+from producer_core.intervals import Series, merge_intervals
 from producer_core.metrics import (
     REQUEST_LOG_FIELDS,
     ClientCounts,
@@ -44,6 +45,8 @@ COUNTERS = ("retried_requests", "records_sent", "bytes_sent", "messages_generate
             "messages_discarded")
 TOPIC_COUNTERS = ("requests", "records_sent", "bytes_sent", "generated", "acknowledged",
                   "failed", "discarded")
+PAYLOAD_COUNTERS = ("payload_bytes",)
+"""Counters of RunMetrics and TopicMetrics alike (key and value bytes generated)."""
 _SUMMARY_KEY = re.compile(r"(?:^|_)(mean|max|min|p\d+)(?:_|$)")
 _SUMMARY_DICT_KEY = re.compile(r"(?:mean|max|min|p\d+)(?:_ms|_s|_us)?")
 _CONSTANT_KEYS = {"config", "version", "statistics_interval_ms"}
@@ -73,8 +76,10 @@ def to_payload(results: Results) -> dict[str, Any]:
         "histograms": {name: getattr(m, name).encode() for name in HISTOGRAMS},
         "requests": {name: [getattr(r, name) for r in m.requests] for name in REQUEST_LOG_FIELDS},
         "client_counts": asdict(m.client_counts) if m.client_counts is not None else None,
+        "payload_bytes": m.payload_bytes,
+        "intervals": m.intervals.to_dict() if m.intervals is not None else None,
         "topics": {
-            name: {**{c: getattr(t, c) for c in TOPIC_COUNTERS},
+            name: {**{c: getattr(t, c) for c in TOPIC_COUNTERS + PAYLOAD_COUNTERS},
                    "discard_reasons": dict(t.discard_reasons), "latency": t.latency.encode()}
             for name, t in m.topics.items()
         },
@@ -87,6 +92,9 @@ def from_payload(payload: dict[str, Any]) -> Results:
     for name, value in payload["counters"].items():
         setattr(m, name, value)
     m.blocked_max_s = payload["blocked_max_s"]
+    m.payload_bytes = payload.get("payload_bytes", 0)
+    if payload.get("intervals"):
+        m.intervals = Series(payload["intervals"])
     m.failed_reasons.update(payload["failed_reasons"])
     m.discard_reasons.update(payload["discard_reasons"])
     m.requests_by_broker.update({int(k): v for k, v in payload["requests_by_broker"].items()})
@@ -98,7 +106,8 @@ def from_payload(payload: dict[str, Any]) -> Results:
     if payload["client_counts"] is not None:
         m.client_counts = ClientCounts(**payload["client_counts"])
     for name, data in payload["topics"].items():
-        topic = TopicMetrics(**{c: data[c] for c in TOPIC_COUNTERS})
+        topic = TopicMetrics(**{c: data[c] for c in TOPIC_COUNTERS},
+                             payload_bytes=data.get("payload_bytes", 0))
         topic.discard_reasons.update(data["discard_reasons"])
         topic.latency = LatencyHistogram.decode(data["latency"])
         m.topics[name] = topic
@@ -128,21 +137,28 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         for name in COUNTERS:
             setattr(m, name, getattr(m, name) + getattr(s, name))
         m.blocked_max_s = max(m.blocked_max_s, s.blocked_max_s)
+        m.payload_bytes += s.payload_bytes
         m.failed_reasons.update(s.failed_reasons)
         m.discard_reasons.update(s.discard_reasons)
         for name in HISTOGRAMS:
             getattr(m, name).merge(getattr(s, name))
         for name, topic in s.topics.items():
             merged = m.topics.setdefault(name, TopicMetrics())
-            for counter in TOPIC_COUNTERS:
+            for counter in TOPIC_COUNTERS + PAYLOAD_COUNTERS:
                 setattr(merged, counter, getattr(merged, counter) + getattr(topic, counter))
             merged.discard_reasons.update(topic.discard_reasons)
             merged.latency.merge(topic.latency)
     m.requests.sort(key=lambda r: r.send_time_s)  # stable: a share's own order is kept
+    intervals = merge_intervals([s.metrics.intervals.to_dict() for s in shares
+                                 if s.metrics.intervals is not None])
+    m.intervals = Series(intervals) if intervals is not None else None
     m.client_counts = _merge_client_counts([s.metrics.client_counts for s in shares])
     first = shares[0]
     extra: dict[str, Any] = {"messages_intended": sum(
         s.extra.get("messages_intended", s.metrics.messages_generated) for s in shares)}
+    targets = [s.extra.get("target_msgs_per_s") for s in shares]
+    if targets and all(t is not None for t in targets):
+        extra["target_msgs_per_s"] = round(sum(targets), 3)
     stats = merge_stats([s.extra.get("json", {}) for s in shares])
     if stats:
         extra["json"] = stats

@@ -33,7 +33,7 @@ def test_produce_out_then_report_and_gate(tmp_path):
     proc = kbatch("report", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "kbatch produce — mode partition" in proc.stdout
-    for name in ("latency.png", "requests.png", "requests_per_second.png"):
+    for name in ("latency.png", "requests.png", "over_time.png"):
         assert (out / "report" / name).stat().st_size > 0
     assert f"| requests_sent | {doc['requests_sent']:,} |" in (
         out / "report" / "report.md").read_text()

@@ -52,7 +52,8 @@ def test_parse_modes_refuses_unknown_and_duplicates():
 def fake_result(mode: str, requests: int, p50: float) -> dict:
     return {
         "mode": mode, "requests_sent": requests, "msgs_per_req": 1000 / requests,
-        "partitions_per_request": {"mean": 2.0}, "rate": {"achieved_msgs_per_s": 100.0},
+        "partitions_per_request": {"mean": 2.0}, "rate": {"achieved_msgs_per_s": 100.0,
+                                                          "mb_per_s": 0.1},
         "latency": {"p50_ms": p50, "p95_ms": p50, "p99_ms": p50, "max_ms": p50},
         "messages": {"failed": 0},
     }

@@ -1,0 +1,144 @@
+"""Where a run's output goes: `--json -`, `--quiet`, and `--report-interval` lines.
+
+- `--json -` writes the results JSON to stdout; every human line (tables, notices,
+  warnings) then goes to stderr, so `kbatch produce --json - | jq` works.
+- `--quiet` prints nothing but errors (which `cli.errors` writes with click to stderr).
+- Every `--report-interval` seconds a run reports the interval that ended (messages/s,
+  MB/s, requests/s, msgs/req, p50/p99, failures): as the second line of the live view on a
+  terminal, as plain lines otherwise (CI logs), so a slow second can be placed in time.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.live import Live
+from rich.text import Text
+
+from cli.render import console, out
+from producer_core.engine import Progress
+from producer_core.intervals import DEFAULT_INTERVAL_S
+
+OUTPUT_FLAGS = ("report_interval", "quiet")
+
+
+def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--report-interval S` and `--quiet`, shared by `produce` and `compare-modes`."""
+    options = [
+        click.option("--report-interval", type=click.FloatRange(min=0), default=DEFAULT_INTERVAL_S,
+                     show_default=True, metavar="SECONDS",
+                     help="Report each interval of this many seconds (messages/s, MB/s, "
+                          "requests/s, msgs/req, p50/p99, failures): live on a terminal, "
+                          "plain lines otherwise; also the results JSON's `intervals`. 0: no "
+                          "lines (the JSON keeps 5 s intervals)."),
+        click.option("--quiet", is_flag=True, default=False,
+                     help="Print nothing but errors (the exit code and --json/--out still "
+                          "tell the outcome)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@dataclass(frozen=True)
+class Output:
+    report_interval_s: float = DEFAULT_INTERVAL_S
+    quiet: bool = False
+    json_stdout: bool = False
+
+
+current = Output()
+"""This command's output choices (set by `output_from_flags` at each command's start)."""
+
+
+def output_from_flags(flags: dict[str, Any], json_path: Path | None) -> Output:
+    """Take the output flags out of a command's keyword arguments and apply them."""
+    interval, quiet = (flags.pop(name) for name in OUTPUT_FLAGS)
+    apply(Output(interval, quiet, json_path is not None and str(json_path) == "-"))
+    context = click.get_current_context(silent=True)
+    if context is not None:  # back to normal when the command ends (in-process callers)
+        context.call_on_close(lambda: apply(Output()))
+    return current
+
+
+def apply(output: Output) -> None:
+    global current
+    current = output
+    for target in (console, out):
+        target.quiet = output.quiet
+    out.file = sys.stderr if output.json_stdout else None  # type: ignore[assignment]
+
+
+def emit_json(path: Path | None, payload: Any, write: Callable[[Path, Any], None]) -> None:
+    """The results JSON to stdout (`-`) or to a file (atomically, by `write`)."""
+    if path is None:
+        return
+    if current.json_stdout:
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        sys.stdout.flush()
+        return
+    write(path, payload)
+    console.print(f"Results written to {path}.")
+
+
+def progress_text(label: str, p: Progress) -> str:
+    rate = p.acknowledged / p.elapsed_s if p.elapsed_s > 0 else 0.0
+    total = f"/{p.target_messages:,}" if p.target_messages else ""
+    return (f"{label}  {p.elapsed_s:6.1f} s  generated {p.generated:,}{total}  "
+            f"acked {p.acknowledged:,} ({rate:,.0f}/s)  failed {p.failed:,}  "
+            f"in flight {p.in_flight_requests}  requests {p.requests_sent:,}  "
+            f"p99 {p.p99_ms:,.1f} ms")
+
+
+def interval_line(label: str, row: dict[str, Any]) -> str:
+    """One interval as one line (see `producer_core.intervals.row`)."""
+    return (f"{label} {row['start_s']:7.1f}-{row['end_s']:.1f} s  "
+            f"msgs/s {row['msgs_per_s']:,.0f}  MB/s {row['mb_per_s']:,.2f}  "
+            f"req/s {row['requests_per_s']:,.0f}  msgs/req {row['msgs_per_req']:,.1f}  "
+            f"p50 {row['p50_ms']:,.1f} ms  p99 {row['p99_ms']:,.1f} ms  "
+            f"failed {row['failed']:,}")
+
+
+class ProgressSink:
+    """The engine's progress callback; its attributes configure the interval recorder
+    (`producer_core.intervals.IntervalRecorder.for_callback`)."""
+
+    def __init__(self, label: str, live: Live | None, output: Output) -> None:
+        self.label = label
+        self.live = live
+        self.report_interval_s = output.report_interval_s or DEFAULT_INTERVAL_S
+        self.last_interval = ""
+        if not output.report_interval_s or output.quiet:
+            self.on_interval = None  # type: ignore[assignment]
+
+    def __call__(self, progress: Progress) -> None:
+        if self.live is not None:
+            text = progress_text(self.label, progress)
+            self.live.update(Text(text + ("\n" + self.last_interval
+                                          if self.last_interval else "")))
+
+    def on_interval(self, row: dict[str, Any]) -> None:
+        line = interval_line(self.label, row)
+        if self.live is not None:
+            self.last_interval = line
+        else:
+            console.print(Text(line), soft_wrap=True)
+
+
+@contextmanager
+def live_progress(label: str, enabled: bool) -> Iterator[Any]:
+    """The live view on a terminal (with `enabled`), plain interval lines otherwise."""
+    show_live = enabled and console.is_terminal and not current.quiet
+    if not show_live:
+        yield ProgressSink(label, None, current)
+        return
+    with Live(Text(f"{label}: starting..."), console=console, refresh_per_second=4,
+              transient=True) as live:
+        yield ProgressSink(label, live, current)
