@@ -27,13 +27,14 @@ def _jvms(pid: int) -> list[int]:
             if "kafka.Kafka" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
 
 
+@pytest.mark.timeout(900)
 def test_produce_on_kafka_names_the_broker_and_its_version(tmp_path):
     out = tmp_path / "r.json"
     proc = subprocess.Popen(
         [*KBATCH, "produce", "--broker", "kafka", "--partitions", "6", "--rate", "1000",
          "--duration", "1", "--json", str(out), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    _, stderr = proc.communicate(timeout=180)
+    _, stderr = proc.communicate(timeout=600)  # a first run also fetches the jars
     assert proc.returncode == 0, stderr
     assert f"Started Apache Kafka {KAFKA_VERSION}" in stderr
     document = json.loads(out.read_text())
