@@ -21,6 +21,7 @@ from cli.options import (
     workload_from_flags,
     workload_options,
 )
+from cli.output_paths import check_run_outputs, clear_results_dir
 from cli.render import (
     comparison_table,
     console,
@@ -31,6 +32,7 @@ from cli.render import (
     topics_table,
 )
 from cli.report_cmd import report
+from cli.settings_checks import check_fits, check_setting_texts
 from cli.spark_opts import runner_from_flags, runner_options
 from producer_core.brokers import broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
@@ -86,11 +88,14 @@ def write_json(path: Path, payload: Any) -> None:
               default=None, help="Write the results JSON to this file.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help=OUT_HELP)
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Let --out replace a results directory that holds another mode's or "
+                   "kind's results (without it, such a directory is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
-            json_path: Path | None, out_dir: Path | None, progress: bool,
+            json_path: Path | None, out_dir: Path | None, progress: bool, overwrite: bool,
             **workload_flags: Any) -> None:
     """Produce a workload in one linger mode and report what it cost.
 
@@ -100,6 +105,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     runner = runner_from_flags(workload_flags, bootstrap_servers)
     settings = settings_from_flags(overrides, mode)
     workload = workload_from_flags(**workload_flags)
+    check_fits(workload, settings)
+    check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
     with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
         console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                       f"mode {mode}{runner.description}.")
@@ -118,6 +125,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
         write_json(json_path, payload)
         console.print(f"Results written to {json_path}.")
     if out_dir is not None:
+        clear_results_dir(out_dir)
         console.print(f"Results written to {write_results_dir(out_dir, payload, [results])}.")
 
 
@@ -148,13 +156,16 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
               default=None, help="Write every run and the summary as JSON to this file.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help=OUT_HELP)
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Let --out replace a results directory that holds another mode's or "
+                   "kind's results (without it, such a directory is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
 @friendly_errors
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
                   json_path: Path | None, out_dir: Path | None, progress: bool,
-                  **workload_flags: Any) -> None:
+                  overwrite: bool, **workload_flags: Any) -> None:
     """Run one workload under several modes and show them side by side.
 
     Each mode runs on a fresh topic with the same partitions and the same message sequence
@@ -165,12 +176,16 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     shape = lab_shape(workload_flags)
     runner = runner_from_flags(workload_flags, bootstrap_servers)
     modes = parse_modes(modes_text, MODES)
+    check_setting_texts([*overrides, *mode_configs])
     common = [parse_assignment(text) for text in overrides]
     mode_runs = parse_mode_configs(modes, common, mode_configs, linger_ms)
     for mode_run in mode_runs:
         for warning in mode_run.settings.warnings:
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
     workload = workload_from_flags(**workload_flags)
+    for mode_run in mode_runs:
+        check_fits(workload, mode_run.settings)
+    check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
     stack = ExitStack()
 
     def on_start(mode: str, round_index: int):
@@ -197,6 +212,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         write_json(json_path, document)
         console.print(f"Results written to {json_path}.")
     if out_dir is not None:
+        clear_results_dir(out_dir)
         path = write_results_dir(out_dir, document, recorder.results)
         console.print(f"Results written to {path}.")
 

@@ -10,10 +10,14 @@ from typing import Any
 
 import click
 
+from cli.bounded import BoundedInt, FiniteFloat
+from cli.settings_checks import check_setting_texts, other_mode_warnings
+from producer_core import bounds
 from producer_core.config import ProducerSettings, build_settings, parse_assignment
 from producer_core.errors import UsageError
+from producer_core.lab import MAX_BROKERS
 from producer_core.workload import Workload
-from producer_core.workload_file import load_workload
+from producer_core.workload_file import check_sends_something, load_workload
 
 
 class RateType(click.ParamType):
@@ -32,8 +36,9 @@ class RateType(click.ParamType):
         except ValueError:
             self.fail(f"{value!r} is not a rate: give messages per second (e.g. 20000) or 'max'.",
                       param, ctx)
-        if not rate > 0 or rate == float("inf"):
-            self.fail(f"{value!r} is not a rate: it must be a positive number or 'max'.",
+        if not bounds.MIN_RATE <= rate <= bounds.MAX_RATE:
+            self.fail(f"{value!r} is not a rate: give messages per second from "
+                      f"{bounds.MIN_RATE:g} to {bounds.MAX_RATE:,.0f}, or 'max' (unthrottled).",
                       param, ctx)
         return rate
 
@@ -54,19 +59,22 @@ def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--rate", type=RateType(), default="1000", show_default=True,
                      help="Messages per second on a constant schedule, or 'max' (unthrottled; "
                           "latency is then taken from the append time)."),
-        click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--duration", default=None,
+                     type=FiniteFloat(0, bounds.MAX_DURATION_S, low_open=True, unit="seconds"),
                      help="Seconds to produce for. Default 10 unless --messages is given."),
-        click.option("--messages", type=click.IntRange(min=1), default=None,
+        click.option("--messages", type=BoundedInt(1, bounds.MAX_MESSAGES), default=None,
                      help="Messages to produce (with --duration too: whichever ends first)."),
         click.option("--message-size", type=click.IntRange(0, 64 * 1024 * 1024), default=100,
                      show_default=True, help="Bytes per message value (the first 8 carry the "
                                              "message id)."),
-        click.option("--keys", type=click.IntRange(min=0), default=0, show_default=True,
+        click.option("--keys", type=BoundedInt(0, bounds.MAX_KEYS, "0 is keyless"), default=0,
+                     show_default=True,
                      help="0: keyless, spread round-robin over partitions. N: keys drawn "
                           "uniformly from N, partitioned with Java-compatible murmur2."),
-        click.option("--seed", type=int, default=1, show_default=True,
+        click.option("--seed", type=BoundedInt(0, bounds.MAX_SEED), default=1, show_default=True,
                      help="Seed for payloads and key choice, for reproducible runs."),
-        click.option("--warmup", type=click.FloatRange(min=0), default=0.0, show_default=True,
+        click.option("--warmup", type=FiniteFloat(0, bounds.MAX_DURATION_S, unit="seconds"),
+                     default=0.0, show_default=True,
                      help="Seconds at the start whose messages are left out of the latency "
                           "statistics (they are still sent and counted in requests)."),
     ]
@@ -99,7 +107,12 @@ def workload_from_file(path: Path, flags: dict[str, Any]) -> Workload:
     workload = load_workload(path)
     overrides = {field: flags[flag] for flag, field in RUN_WIDE_FLAGS.items()
                  if _explicit(flag)}
-    return replace(workload, **overrides) if overrides else workload
+    workload = replace(workload, **overrides) if overrides else workload
+    from cli.render import console
+
+    for note in check_sends_something(workload, str(path)):
+        console.print(f"[yellow]Warning:[/yellow] {note}", highlight=False)
+    return workload
 
 
 def workload_from_flags(
@@ -115,14 +128,16 @@ def workload_from_flags(
     if rate is None and duration is None and messages is None:
         raise UsageError("--rate max needs --duration or --messages to know when to stop.")
     return Workload(
-        topic=topic or f"kbatch-{int(time.time() * 1000)}",
+        topic=f"kbatch-{int(time.time() * 1000)}" if topic is None else topic,
         partitions=partitions, rate=rate, duration_s=duration, messages=messages,
         message_size=message_size, keys=keys, seed=seed, warmup_s=warmup,
     )
 
 
 def settings_from_flags(overrides: tuple[str, ...], mode: str) -> ProducerSettings:
-    return build_settings([parse_assignment(text) for text in overrides], mode=mode)
+    check_setting_texts(overrides)
+    settings = build_settings([parse_assignment(text) for text in overrides], mode=mode)
+    return other_mode_warnings(settings, mode)
 
 
 LAB_FLAGS = ("brokers", "rtt_ms", "jitter_ms")
@@ -131,12 +146,14 @@ LAB_FLAGS = ("brokers", "rtt_ms", "jitter_ms")
 def lab_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """`--brokers N --rtt-ms R --jitter-ms J`: run on an embedded lab of that shape."""
     options = [
-        click.option("--brokers", type=int, default=1, show_default=True,
+        click.option("--brokers", type=BoundedInt(1, MAX_BROKERS), default=1, show_default=True,
                      help="Embedded brokers: N > 1 starts a lab of N Tansu brokers presented "
                           "as one N-node cluster (see `kbatch lab --help`)."),
-        click.option("--rtt-ms", type=float, default=0.0, show_default=True,
+        click.option("--rtt-ms", type=FiniteFloat(0, bounds.MAX_RTT_MS, unit="ms"), default=0.0,
+                     show_default=True,
                      help="Round trip the embedded lab adds to every response, in ms."),
-        click.option("--jitter-ms", type=float, default=0.0, show_default=True,
+        click.option("--jitter-ms", type=FiniteFloat(0, bounds.MAX_RTT_MS, unit="ms"),
+                     default=0.0, show_default=True,
                      help="Jitter of that round trip: each response's delay is uniform in "
                           "[rtt - jitter, rtt + jitter] ms."),
     ]
@@ -147,4 +164,9 @@ def lab_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def lab_shape(flags: dict[str, Any]) -> dict[str, Any]:
     """Take the lab options out of a command's keyword arguments (for `broker_target`)."""
-    return {name: flags.pop(name) for name in LAB_FLAGS}
+    shape = {name: flags.pop(name) for name in LAB_FLAGS}
+    if shape["jitter_ms"] > shape["rtt_ms"]:
+        raise UsageError(f"--jitter-ms {shape['jitter_ms']:g} is larger than --rtt-ms "
+                         f"{shape['rtt_ms']:g}: a response's delay is uniform in [rtt - jitter, "
+                         "rtt + jitter] ms and cannot be negative.")
+    return shape
