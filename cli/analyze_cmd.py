@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 
 from cli.errors import friendly_errors
+from cli.output_paths import writable_dir
 from cli.render import console, out
 from producer_core.distributed.plan import MASTER_FORMS, parse_master
 from producer_core.errors import KbatchError, UsageError
@@ -18,7 +19,10 @@ EPILOG = (
     "Columns for --group-by and --where: run, results, mode, round, kind, started_at, date, "
     "kbatch_version, broker, broker_version, bootstrap_servers, hostname, runner, workers, "
     "topic_partitions, target_msgs_per_s, duration_s; --where also settings['linger.ms'] "
-    "(strings); --group-by also node (broker node id), reason, attempt. Example: kbatch "
+    "(strings); --group-by also node (broker node id), reason, attempt. --where is kbatch's "
+    "own small language: comparisons (= != < <= > >=), AND, OR, NOT, IN (...), BETWEEN x "
+    "AND y, IS [NOT] NULL, text in single quotes; no functions, no subqueries (README, "
+    "'kbatch analyze --where'). Example: kbatch "
     "analyze results/ --group-by mode,date --where \"mode != 'none' AND date >= "
     "'2025-06-01'\""
 )
@@ -30,7 +34,8 @@ EPILOG = (
               metavar="COL[,COL...]",
               help="Columns to aggregate by (run metadata, or node/reason/attempt).")
 @click.option("--where", default=None, metavar="CONDITION",
-              help="Spark SQL condition on the run metadata, e.g. \"mode = 'broker' AND "
+              help="Condition on the run metadata (kbatch's own language, checked before "
+                   "Spark starts), e.g. \"mode = 'broker' AND "
                    "kbatch_version = '0.1.0' AND date >= '2025-01-01'\".")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("kbatch-analysis"), show_default=True,
@@ -63,6 +68,11 @@ def analyze(inputs: tuple[Path, ...], group_by: str, where: str | None, out_dir:
 
     master = parse_master(spark_master)
     group = check_group_by(group_by)
+    if where is not None:
+        from producer_core.where import parse_where
+
+        parse_where(where)  # refused here, before any JVM starts
+    writable_dir(out_dir, "--out")
     conf = {**session_conf(master.slots), **parse_conf(spark_conf)}
     require_pyspark("kbatch analyze")
     entries, notes = find_runs(inputs)
