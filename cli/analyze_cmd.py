@@ -80,7 +80,7 @@ def analyze(inputs: tuple[Path, ...], group_by: str, where: str | None, out_dir:
         console.print(f"[yellow]Note:[/yellow] {note}")
     console.print(f"Analyzing {len(entries)} run(s) on Spark ({master.url})...")
     began = time.monotonic()
-    with spark_session(master.url, "kbatch analyze", master.local, conf) as session:
+    with spark_session(master.url, "kbatch analyze", master.on_this_machine, conf) as session:
         try:
             analysis = run_analysis(session.spark, entries, out_dir, group, where, accuracy)
         except (UsageError, KbatchError):
