@@ -86,7 +86,8 @@ class Field:
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
                 value) or value < minimum or (positive and value <= 0) or value > maximum:
             want = "a positive number" if positive else f"a number >= {minimum:g}"
-            raise self.fail(f"must be {want} up to {maximum:g} (got {value!r})")
+            top = f"{maximum:,.0f}" if 1000 <= maximum < 1e12 else f"{maximum:g}"
+            raise self.fail(f"must be {want} up to {top} (got {value!r})")
         return float(value)
 
     def rate(self, positive: bool = True) -> float:

@@ -43,8 +43,8 @@ WORKLOADS = {
     "zero_step.yaml": "duration_s: 0.5\ntopics:\n"
                       "  - {name: z, partitions: 1, rate: {step: [[0, 1], [0, 1]]}}\n",
     "huge_rate.yaml": "duration_s: 1\ntopics:\n  - {name: t, partitions: 1, "
-                      "rate: {constant: 1e300}}\n",
-    "huge_duration.yaml": "duration_s: 1e308\ntopics:\n  - {name: t, partitions: 1, "
+                      "rate: {constant: 1.0e+300}}\n",
+    "huge_duration.yaml": "duration_s: 1.0e+308\ntopics:\n  - {name: t, partitions: 1, "
                           "rate: {constant: 10}}\n",
     "huge_keys.yaml": "duration_s: 1\ntopics:\n  - {name: t, partitions: 1, "
                       "rate: {constant: 10}, keys: {uniform: 100000000}}\n",
