@@ -72,10 +72,10 @@ def analyze(inputs: tuple[Path, ...], group_by: str, where: str | None, out_dir:
         from producer_core.where import parse_where
 
         parse_where(where)  # refused here, before any JVM starts
-    writable_dir(out_dir, "--out")
     conf = {**session_conf(master.slots), **parse_conf(spark_conf)}
     require_pyspark("kbatch analyze")
     entries, notes = find_runs(inputs)
+    writable_dir(out_dir, "--out")
     for note in notes:
         console.print(f"[yellow]Note:[/yellow] {note}")
     console.print(f"Analyzing {len(entries)} run(s) on Spark ({master.url})...")

@@ -18,10 +18,10 @@ import yaml
 from producer_core import bounds
 from producer_core.errors import UsageError
 from producer_core.workload import KeySpec, RateSpec, SizeSpec, TopicSpec, Workload
-from producer_core.yaml_guard import check_plain_yaml
+from producer_core.yaml_guard import LOADER, check_plain_yaml
 
 MAX_PARTITIONS = bounds.MAX_PARTITIONS
-MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_FILE_BYTES = 1024 * 1024
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]+")
 BATCHING_KEYS = ("max_delay_ms", "max_bytes", "max_messages")
 
@@ -289,7 +289,7 @@ def parse_workload(text: str, file: str = "<workload>") -> Workload:
                                 f"file (at most {MAX_FILE_BYTES:,}).")
     try:
         check_plain_yaml(text, file)
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -59,7 +59,7 @@ WORKLOADS = {
     "huge_bursts.yaml": "duration_s: 100000\ntopics:\n  - {name: t, partitions: 1, "
                         "rate: {bursts: {rate: 10, on_s: 0.000001, off_s: 0.000001}}}\n",
     "many_steps.yaml": "duration_s: 1\ntopics:\n  - {name: t, partitions: 1, rate: {step: ["
-                       + ", ".join(["[1, 0.001]"] * 20000) + "]}}\n",
+                       + ", ".join(["[1, 0.001]"] * 3000) + "]}}\n",
     "huge_weighted.yaml": "duration_s: 1\ntopics:\n  - name: t\n    partitions: 1\n"
                           "    rate: {constant: 10}\n    value_size: {weighted: [[1, 1e308], "
                           "[2, 1e308]]}\n",
