@@ -14,7 +14,6 @@ import yaml
 
 from producer_core.errors import UsageError
 
-
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when PyYAML has it (tens of times faster than the pure-Python one)."""
 
