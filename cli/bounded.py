@@ -22,9 +22,10 @@ class FiniteFloat(click.ParamType):
         self.low, self.high, self.low_open, self.unit = low, high, low_open, unit
 
     def allowed(self) -> str:
-        low = f"more than {self.low:g}" if self.low_open else f"{self.low:g}"
         unit = f" {self.unit}" if self.unit else ""
-        return f"a number from {low} to {self.high:g}{unit}"
+        if self.low_open:
+            return f"a number above {self.low:,g} and at most {self.high:,g}{unit}"
+        return f"a number from {self.low:,g} to {self.high:,g}{unit}"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
         if isinstance(value, float) and math.isfinite(value):
