@@ -51,7 +51,9 @@ def writable_dir(directory: Path, option: str, shown: Path | None = None) -> Non
 
 
 def writable_file(path: Path, option: str, append: bool = False) -> None:
-    """A file kbatch will write (replace, or append to with `append`)."""
+    """A file kbatch will write (replace, or append to with `append`); `-` is stdout."""
+    if str(path) == "-":
+        return
     if path.is_dir():
         raise _fail(option, path, "is a directory; give a file name")
     writable_dir(path.parent if str(path.parent) else Path("."), option, path)
