@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 
 from cli.errors import friendly_errors
+from cli.output_paths import writable_dir
 from cli.render import console, out
 from producer_core.distributed.plan import MASTER_FORMS, parse_master
 from producer_core.errors import KbatchError, UsageError
@@ -19,8 +20,10 @@ EPILOG = (
     "kbatch_version, broker, broker_implementation, broker_version, bootstrap_servers, "
     "hostname, runner, workers, topic_partitions, target_msgs_per_s, duration_s; --where "
     "also settings['linger.ms'] (strings); --group-by also node (broker node id), reason, "
-    "attempt. Example: kbatch analyze results/ --group-by mode,date --where "
-    "\"mode != 'none' AND date >= '2025-06-01'\""
+    "attempt. --where is kbatch's own small language: comparisons (= != < <= > >=), AND, OR, "
+    "NOT, IN (...), BETWEEN x AND y, IS [NOT] NULL, text in single quotes; no functions, no "
+    "subqueries (README, 'kbatch analyze --where'). Example: kbatch analyze results/ "
+    "--group-by mode,date --where \"mode != 'none' AND date >= '2025-06-01'\""
 )
 
 
@@ -30,7 +33,8 @@ EPILOG = (
               metavar="COL[,COL...]",
               help="Columns to aggregate by (run metadata, or node/reason/attempt).")
 @click.option("--where", default=None, metavar="CONDITION",
-              help="Spark SQL condition on the run metadata, e.g. \"mode = 'broker' AND "
+              help="Condition on the run metadata (kbatch's own language, checked before "
+                   "Spark starts), e.g. \"mode = 'broker' AND "
                    "kbatch_version = '0.1.0' AND date >= '2025-01-01'\".")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("kbatch-analysis"), show_default=True,
@@ -63,14 +67,19 @@ def analyze(inputs: tuple[Path, ...], group_by: str, where: str | None, out_dir:
 
     master = parse_master(spark_master)
     group = check_group_by(group_by)
+    if where is not None:
+        from producer_core.where import parse_where
+
+        parse_where(where)  # refused here, before any JVM starts
     conf = {**session_conf(master.slots), **parse_conf(spark_conf)}
     require_pyspark("kbatch analyze")
     entries, notes = find_runs(inputs)
+    writable_dir(out_dir, "--out")
     for note in notes:
         console.print(f"[yellow]Note:[/yellow] {note}")
     console.print(f"Analyzing {len(entries)} run(s) on Spark ({master.url})...")
     began = time.monotonic()
-    with spark_session(master.url, "kbatch analyze", master.local, conf) as session:
+    with spark_session(master.url, "kbatch analyze", master.on_this_machine, conf) as session:
         try:
             analysis = run_analysis(session.spark, entries, out_dir, group, where, accuracy)
         except (UsageError, KbatchError):

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from cli.errors import friendly_errors
 from cli.markdown import table_to_markdown
+from cli.output_paths import writable_file
 from cli.render import out
 from producer_core.gate import (
     MetricSource,
@@ -63,6 +64,8 @@ def gate(results: tuple[Path, ...], gates_path: Path, baseline: Path | None,
 
     Example: kbatch gate out/ --gates gates/ci.toml
     """
+    if markdown_path is not None:  # before evaluating: a verdict is never lost to it
+        writable_file(markdown_path, "--markdown", append=True)
     gates = load_gates(gates_path)
     loaded = [load_results(path) for path in results]
     source = MetricSource.from_documents([item.document for item in loaded],

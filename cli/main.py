@@ -23,6 +23,7 @@ from cli.options import (
     workload_options,
 )
 from cli.output_mode import emit_json, output_from_flags, output_options
+from cli.output_paths import check_run_outputs, clear_results_dir
 from cli.payload_opts import payload_from_flags, payload_options, with_payload
 from cli.render import (
     comparison_table,
@@ -34,6 +35,7 @@ from cli.render import (
     topics_table,
 )
 from cli.report_cmd import report
+from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.spark_opts import runner_from_flags, runner_options
 from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
@@ -99,26 +101,33 @@ def write_json(path: Path, payload: Any) -> None:
                                  "and everything else to stderr).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help=OUT_HELP)
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Let --out replace a results directory that holds another mode's or "
+                   "kind's results (without it, such a directory is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
             command_config: Path | None, replication_factor: int | None,
             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
-            progress: bool, **workload_flags: Any) -> None:
+            progress: bool, overwrite: bool, **workload_flags: Any) -> None:
     """Produce a workload in one linger mode and report what it cost.
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
     """
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
+    check_setting_texts(overrides)
     client = client_inputs(command_config, overrides, bootstrap_servers, [mode],
                            replication_factor, topic_configs)
     bootstrap_servers = client.bootstrap
     runner = runner_from_flags(workload_flags, bootstrap_servers)
-    settings = finish_settings(build_settings(client.assignments, mode=mode), client)
+    settings = other_mode_warnings(
+        finish_settings(build_settings(client.assignments, mode=mode), client), mode)
     payload = payload_from_flags(workload_flags)
     workload = with_payload(workload_from_flags(**workload_flags), payload)
+    check_fits(workload, settings)
+    check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
     with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
         announce_start(target)
         console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
@@ -137,6 +146,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     print_warnings(payload)
     emit_json(json_path, payload, write_json)
     if out_dir is not None:
+        clear_results_dir(out_dir)
         console.print(f"Results written to {write_results_dir(out_dir, payload, [results])}.")
 
 
@@ -171,6 +181,9 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                                  "('-': to stdout, and everything else to stderr).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help=OUT_HELP)
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Let --out replace a results directory that holds another mode's or "
+                   "kind's results (without it, such a directory is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
 @friendly_errors
@@ -178,7 +191,8 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
                   command_config: Path | None, replication_factor: int | None,
                   topic_configs: tuple[str, ...], json_path: Path | None,
-                  out_dir: Path | None, progress: bool, **workload_flags: Any) -> None:
+                  out_dir: Path | None, progress: bool, overwrite: bool,
+                  **workload_flags: Any) -> None:
     """Run one workload under several modes and show them side by side.
 
     Each mode runs on a fresh topic with the same partitions and the same message sequence
@@ -189,6 +203,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     modes = parse_modes(modes_text, MODES)
+    check_setting_texts([*overrides, *mode_configs])
     client = client_inputs(command_config, overrides, bootstrap_servers, modes,
                            replication_factor, topic_configs)
     bootstrap_servers = client.bootstrap
@@ -200,6 +215,9 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
     payload = payload_from_flags(workload_flags)
     workload = with_payload(workload_from_flags(**workload_flags), payload)
+    for mode_run in mode_runs:
+        check_fits(workload, mode_run.settings)
+    check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
     stack = ExitStack()
 
     def on_start(mode: str, round_index: int):
@@ -226,6 +244,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
             console.print(f"[yellow]Warning ({run_document['mode']}):[/yellow] {warning}")
     emit_json(json_path, document, write_json)
     if out_dir is not None:
+        clear_results_dir(out_dir)
         path = write_results_dir(out_dir, document, recorder.results)
         console.print(f"Results written to {path}.")
 

@@ -10,11 +10,13 @@ from typing import Any
 
 import click
 
+from cli.bounded import BoundedInt, FiniteFloat
+from producer_core import bounds
 from producer_core.brokers import BROKERS
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
 from producer_core.errors import UsageError
 from producer_core.workload import Workload
-from producer_core.workload_file import load_workload
+from producer_core.workload_file import check_sends_something, load_workload
 
 
 class RateType(click.ParamType):
@@ -33,8 +35,9 @@ class RateType(click.ParamType):
         except ValueError:
             self.fail(f"{value!r} is not a rate: give messages per second (e.g. 20000) or 'max'.",
                       param, ctx)
-        if not rate > 0 or rate == float("inf"):
-            self.fail(f"{value!r} is not a rate: it must be a positive number or 'max'.",
+        if not bounds.MIN_RATE <= rate <= bounds.MAX_RATE:
+            self.fail(f"{value!r} is not a rate: give messages per second from "
+                      f"{bounds.MIN_RATE:g} to {bounds.MAX_RATE:,.0f}, or 'max' (unthrottled).",
                       param, ctx)
         return rate
 
@@ -55,19 +58,22 @@ def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--rate", type=RateType(), default="1000", show_default=True,
                      help="Messages per second on a constant schedule, or 'max' (unthrottled; "
                           "latency is then taken from the append time)."),
-        click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--duration", default=None,
+                     type=FiniteFloat(0, bounds.MAX_DURATION_S, low_open=True, unit="seconds"),
                      help="Seconds to produce for. Default 10 unless --messages is given."),
-        click.option("--messages", type=click.IntRange(min=1), default=None,
+        click.option("--messages", type=BoundedInt(1, bounds.MAX_MESSAGES), default=None,
                      help="Messages to produce (with --duration too: whichever ends first)."),
         click.option("--message-size", type=click.IntRange(0, 64 * 1024 * 1024), default=100,
                      show_default=True, help="Bytes per message value (the first 8 carry the "
                                              "message id)."),
-        click.option("--keys", type=click.IntRange(min=0), default=0, show_default=True,
+        click.option("--keys", type=BoundedInt(0, bounds.MAX_KEYS, "0 is keyless"), default=0,
+                     show_default=True,
                      help="0: keyless, spread round-robin over partitions. N: keys drawn "
                           "uniformly from N, partitioned with Java-compatible murmur2."),
-        click.option("--seed", type=int, default=1, show_default=True,
+        click.option("--seed", type=BoundedInt(0, bounds.MAX_SEED), default=1, show_default=True,
                      help="Seed for payloads and key choice, for reproducible runs."),
-        click.option("--warmup", type=click.FloatRange(min=0), default=0.0, show_default=True,
+        click.option("--warmup", type=FiniteFloat(0, bounds.MAX_DURATION_S, unit="seconds"),
+                     default=0.0, show_default=True,
                      help="Seconds at the start whose messages are left out of the latency "
                           "statistics (they are still sent and counted in requests)."),
     ]
@@ -100,7 +106,12 @@ def workload_from_file(path: Path, flags: dict[str, Any]) -> Workload:
     workload = load_workload(path)
     overrides = {field: flags[flag] for flag, field in RUN_WIDE_FLAGS.items()
                  if _explicit(flag)}
-    return replace(workload, **overrides) if overrides else workload
+    workload = replace(workload, **overrides) if overrides else workload
+    from cli.render import console
+
+    for note in check_sends_something(workload, str(path)):
+        console.print(f"[yellow]Warning:[/yellow] {note}", highlight=False)
+    return workload
 
 
 def workload_from_flags(
@@ -116,7 +127,7 @@ def workload_from_flags(
     if rate is None and duration is None and messages is None:
         raise UsageError("--rate max needs --duration or --messages to know when to stop.")
     return Workload(
-        topic=topic or f"kbatch-{int(time.time() * 1000)}",
+        topic=f"kbatch-{int(time.time() * 1000)}" if topic is None else topic,
         partitions=partitions, rate=rate, duration_s=duration, messages=messages,
         message_size=message_size, keys=keys, seed=seed, warmup_s=warmup,
     )
@@ -153,10 +164,12 @@ def lab_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Brokers to start: with Tansu, N > 1 starts a lab of N Tansu brokers "
                           "presented as one N-node cluster (see `kbatch lab --help`); with "
                           "--broker kafka, 1 or 3 Kafka nodes (3: a real cluster)."),
-        click.option("--rtt-ms", type=float, default=0.0, show_default=True,
+        click.option("--rtt-ms", type=FiniteFloat(0, bounds.MAX_RTT_MS, unit="ms"), default=0.0,
+                     show_default=True,
                      help="Round trip added to every response, in ms (Tansu: by the lab "
                           "facade; Kafka: by a relay in front of each broker)."),
-        click.option("--jitter-ms", type=float, default=0.0, show_default=True,
+        click.option("--jitter-ms", type=FiniteFloat(0, bounds.MAX_RTT_MS, unit="ms"),
+                     default=0.0, show_default=True,
                      help="Jitter of that round trip: each response's delay is uniform in "
                           "[rtt - jitter, rtt + jitter] ms."),
     ]

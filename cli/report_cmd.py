@@ -13,6 +13,7 @@ from rich.table import Table
 
 from cli.errors import friendly_errors
 from cli.markdown import table_to_markdown
+from cli.output_paths import writable_dir, writable_file
 from cli.render import comparison_table, console, out, summary_table, topics_table
 from producer_core.compare import SUMMARY_METRICS
 from producer_core.histogram import LatencyHistogram
@@ -221,15 +222,18 @@ def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path |
     Example: kbatch report out/ && cat out/report/report.md >> "$GITHUB_STEP_SUMMARY"
     """
     loaded = [load_results(path) for path in inputs]
+    if out_dir is None:
+        out_dir = inputs[0] / "report" if len(inputs) == 1 and inputs[0].is_dir() else Path(
+            "kbatch-report")
+    if charts or markdown_path is None:
+        writable_dir(out_dir, "--out")
+    if markdown_path is not None:
+        writable_file(markdown_path, "--markdown")
     for item in loaded:
         out.print(live_table(item))
         out.print(latency_table(item))
         for table in run_topic_tables(item):
             out.print(table)
-    if out_dir is None:
-        out_dir = inputs[0] / "report" if len(inputs) == 1 and inputs[0].is_dir() else Path(
-            "kbatch-report")
-    out_dir.mkdir(parents=True, exist_ok=True)
     written = write_charts(loaded, out_dir) if charts else {}
     markdown_path = markdown_path or out_dir / "report.md"
     markdown_path.parent.mkdir(parents=True, exist_ok=True)

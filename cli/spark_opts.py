@@ -16,8 +16,10 @@ import click
 from rich.live import Live
 from rich.text import Text
 
+from cli.bounded import FiniteFloat
 from cli.output_mode import live_progress
 from cli.render import console
+from producer_core.bounds import MAX_START_LEAD_S
 from producer_core.distributed.plan import (
     DEFAULT_START_LEAD_S,
     MASTER_FORMS,
@@ -47,7 +49,8 @@ def runner_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--spark-master", default=None, metavar="URL",
                      help=f"Spark master for --runner spark (default local[N] for --workers "
                           f"N: this machine, no cluster). Forms: {MASTER_FORMS}."),
-        click.option("--spark-start-lead", type=click.FloatRange(min=0), default=None,
+        click.option("--spark-start-lead", default=None,
+                     type=FiniteFloat(0, MAX_START_LEAD_S, unit="seconds"),
                      metavar="SECONDS",
                      help=f"Seconds between planning and the shares' common start instant "
                           f"(default {DEFAULT_START_LEAD_S:g}); must cover Spark's task "

@@ -4,7 +4,8 @@ Input: results directories (or results JSON files, or directories holding them a
 depth, such as a CI history). Each run's metadata comes from its JSON (mode, round,
 broker, kbatch and broker versions, start date, host, runner, settings, duration); its
 requests from its Parquet request log (one row per ProduceRequest). The job filters runs
-with `--where` (a Spark SQL condition on the metadata) before reading any log, joins each
+with `--where` (a condition in kbatch's own language, producer_core.where) before
+reading any log, joins each
 request to its run, and aggregates per group (`--group-by`, default run, mode, broker):
 
 - requests, records, bytes, msgs/req, partitions and bytes per request, retried requests;
@@ -254,16 +255,12 @@ def analyze(spark: Any, entries: Sequence[RunEntry], out_dir: Path,
     if not entries:
         raise UsageError("None of the inputs has a run with a request log to analyze.")
     meta = spark.createDataFrame([e.row for e in entries], _schema())
-    if where:
-        try:
-            meta = meta.filter(where)
-        except Exception as exc:  # noqa: BLE001 - ParseException, AnalysisException
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise UsageError(f"--where {where!r} is not a condition on the run metadata: "
-                             f"{first} Columns: {', '.join(GROUPABLE)}, settings['KEY'].") \
-                from None
+    if where is not None:
+        from producer_core.where import parse_where, to_spark
+
+        meta = meta.filter(to_spark(parse_where(where)))
     meta = meta.cache()
-    if where:
+    if where is not None:
         paths = [row.requests_path for row in meta.select("requests_path").collect()]
     else:  # every run: no Spark job needed to know which logs to read
         paths = [entry.row["requests_path"] for entry in entries]

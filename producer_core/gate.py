@@ -18,6 +18,7 @@ Pure: no click, no printing. The CLI (`kbatch gate`) renders verdicts and exits
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 import statistics
@@ -161,6 +162,8 @@ class Verdict:
 
 def format_number(value: float) -> str:
     """Integers with thousands separators, others with up to 3 decimals."""
+    if not math.isfinite(value):
+        return str(value)
     if value == int(value) and abs(value) < 1e15:
         return f"{int(value):,}"
     text = f"{value:,.3f}".rstrip("0").rstrip(".")
@@ -181,6 +184,10 @@ def parse_check(text: str, where: str = "check") -> tuple[str, str, Limit]:
         if form:
             groups = form.groupdict()
             num = float(groups["num"]) if groups.get("num") is not None else 1.0
+            if not math.isfinite(num) or abs(num) > 1e300:
+                raise GateFileError(f"{where} {text!r}: the limit {groups['num']} is not a "
+                                    "finite number a metric can be compared with; give a "
+                                    "number up to 1e300.")
             return match["lhs"], match["op"], Limit(num, groups.get("metric"))
     raise GateFileError(f"{where} {text!r}: the limit {rhs!r} cannot be parsed: {CHECK_HELP}.")
 
@@ -465,6 +472,10 @@ def evaluate(gates: Gates, results: MetricSource,
                 factor = "" if rule.limit.factor == 1 else (
                     f"{format_number(rule.limit.factor)} × ")
                 verdict.limit_detail = f"{factor}{rule.limit.metric} ({format_number(other)})"
+            for what, number in (("measured", verdict.measured), ("limit", verdict.limit)):
+                if not math.isfinite(number):
+                    raise MetricError(f"the {what} value of {rule.check!r} is {number}, not a "
+                                      "finite number, so the rule cannot be evaluated.")
             verdict.passed = OPS[rule.op](verdict.measured, verdict.limit)
         except MetricError as exc:
             verdict.error = str(exc)

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from producer_core.errors import UsageError
+
 if TYPE_CHECKING:
     from producer_core.metrics import Results
 
@@ -63,5 +65,11 @@ def write_request_log(path: Path, results: Results, round_index: int = 1) -> Non
 
 
 def read_request_log(path: Path) -> pa.Table:
-    """Read a request log written by write_request_log."""
-    return pq.read_table(path)
+    """Read a request log written by write_request_log; a damaged file is a usage error
+    (exit 2) that names it, not a failure of kbatch."""
+    try:
+        return pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise UsageError(f"The request log {path} cannot be read ({exc}); it is damaged or "
+                         "not a kbatch request log. Write the results again, or leave the "
+                         "directory out.") from None

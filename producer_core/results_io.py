@@ -273,6 +273,16 @@ class LoadedResults:
                              if run["mode"] == mode)
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    """json's NaN, Infinity and -Infinity: Python writes them, JSON has no such numbers,
+    and a gate comparing against NaN would silently hold (every comparison is false)."""
+    raise _NonFinite(name)
+
+
 def load_results(path: str | Path) -> LoadedResults:
     """Read a results directory (its results.json) or a results JSON file, checked."""
     path = Path(path)
@@ -285,11 +295,17 @@ def load_results(path: str | Path) -> LoadedResults:
     if not path.is_file():
         raise ResultsError(f"No results at {path}: no such file or directory.")
     try:
-        document = json.loads(path.read_text())
+        document = json.loads(path.read_text(), parse_constant=_refuse_constant)
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsError(f"Cannot read results {path}: {exc}.") from None
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path} is not valid JSON: {exc}.") from None
+    except _NonFinite as exc:
+        raise ResultsError(f"{path} holds {exc.args[0]}, which is not a number a result can "
+                           "have (damaged or hand-edited results); nothing was evaluated."
+                           ) from None
+    except RecursionError:
+        raise ResultsError(f"{path} is nested too deeply to be kbatch results.") from None
     validate_document(document, str(path))
     return LoadedResults(path, document)
 

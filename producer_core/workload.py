@@ -8,10 +8,10 @@ run is due at `start + i / rate`, whatever the generator was doing at the time.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from producer_core import bounds
 from producer_core.errors import UsageError
 from producer_core.payload import PayloadSpec, file_value_sizes
 
@@ -136,34 +136,53 @@ class Workload:
     def __post_init__(self) -> None:
         problems = []
         if self.topics:
+            self._check_topics(problems)
             self._check_run_wide(problems)
             if problems:
                 raise UsageError("Invalid workload: " + "; ".join(problems) + ".")
             return
-        if not self.topic or len(self.topic) > 249:
-            problems.append("the topic name must have 1 to 249 characters")
-        if self.partitions < 1 or self.partitions > 100_000:
-            problems.append(f"--partitions must be 1 to 100000 (got {self.partitions})")
-        if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
-            problems.append(f"--rate must be a positive number or 'max' (got {self.rate})")
-        if self.duration_s is not None and not self.duration_s > 0:
-            problems.append(f"--duration must be positive (got {self.duration_s})")
-        if self.messages is not None and self.messages < 1:
-            problems.append(f"--messages must be at least 1 (got {self.messages})")
+        name_problem = bounds.topic_name_problem(self.topic)
+        if name_problem:
+            problems.append(f"--topic: {name_problem}")
+        if self.partitions < 1 or self.partitions > bounds.MAX_PARTITIONS:
+            problems.append(f"--partitions must be 1 to {bounds.MAX_PARTITIONS} "
+                            f"(got {self.partitions})")
+        if self.rate is not None and not (bounds.MIN_RATE <= self.rate <= bounds.MAX_RATE):
+            problems.append(f"--rate must be {bounds.MIN_RATE:g} to {bounds.MAX_RATE:,.0f} "
+                            f"messages per second, or 'max' (got {self.rate})")
         if self.message_size < 0 or self.message_size > 64 * 1024 * 1024:
             problems.append(f"--message-size must be 0 to 67108864 bytes (got {self.message_size})")
-        if self.keys < 0:
-            problems.append(f"--keys must be 0 (keyless) or more (got {self.keys})")
+        if not 0 <= self.keys <= bounds.MAX_KEYS:
+            problems.append(f"--keys must be 0 (keyless) to {bounds.MAX_KEYS:,} "
+                            f"(got {self.keys})")
         self._check_run_wide(problems)
         if problems:
             raise UsageError("Invalid workload: " + "; ".join(problems) + ".")
 
+    def _check_topics(self, problems: list[str]) -> None:
+        if len(self.topics) > bounds.MAX_TOPICS:
+            problems.append(f"at most {bounds.MAX_TOPICS:,} topics (got {len(self.topics):,})")
+        partitions = sum(t.partitions for t in self.topics)
+        if partitions > bounds.MAX_PARTITIONS:
+            problems.append(f"the topics have {partitions:,} partitions together; at most "
+                            f"{bounds.MAX_PARTITIONS:,} are allowed")
+
     def _check_run_wide(self, problems: list[str]) -> None:
         if self.duration_s is None and self.messages is None:
             problems.append("give --duration or --messages")
-        if self.warmup_s < 0:
-            problems.append(f"--warmup must not be negative (got {self.warmup_s})")
-        if (
+        if self.duration_s is not None and not (
+                0 < self.duration_s <= bounds.MAX_DURATION_S):
+            problems.append(f"--duration must be more than 0 and at most "
+                            f"{bounds.MAX_DURATION_S:,.0f} seconds (got {self.duration_s})")
+        if self.messages is not None and not 1 <= self.messages <= bounds.MAX_MESSAGES:
+            problems.append(f"--messages must be 1 to {bounds.MAX_MESSAGES:,} "
+                            f"(got {self.messages})")
+        if not 0 <= self.seed <= bounds.MAX_SEED * 1000 + 999:  # shares: seed * 1000 + index
+            problems.append(f"--seed must be 0 to {bounds.MAX_SEED} (got {self.seed})")
+        if not (0 <= self.warmup_s <= bounds.MAX_DURATION_S):
+            problems.append(f"--warmup must be 0 to {bounds.MAX_DURATION_S:,.0f} seconds "
+                            f"(got {self.warmup_s})")
+        elif (
             self.duration_s is not None
             and self.messages is None
             and self.warmup_s >= self.duration_s

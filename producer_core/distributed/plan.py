@@ -28,6 +28,9 @@ DEFAULT_START_LEAD_S = 5.0
 MAX_WORKERS = 128
 """Share ids are `index << 56` in a signed 64-bit id, so at most 128 shares."""
 
+MAX_LOCAL_SLOTS = 1024
+"""Task slots (threads) of a local master at most."""
+
 MASTER_FORMS = ("local, local[N], local[*], local[N,F], spark://HOST:PORT[,HOST:PORT...], "
                 "yarn, k8s://[https://]HOST[:PORT]")
 
@@ -47,6 +50,17 @@ class Master:
     def local(self) -> bool:
         return self.url.startswith("local")
 
+    @property
+    def on_this_machine(self) -> bool:
+        """A local master, or a standalone master (spark://) whose every host is a
+        loopback address: its workers run here and reach loopback brokers."""
+        if self.local:
+            return True
+        if not self.url.startswith("spark://"):
+            return False
+        hosts = [item.rpartition(":")[0] for item in self.url[len("spark://"):].split(",")]
+        return all(is_loopback_host(host) for host in hosts)
+
 
 def default_master(workers: int) -> str:
     """One machine, one task slot per worker: no cluster needed."""
@@ -65,8 +79,9 @@ def parse_master(url: str) -> Master:
             count = os.cpu_count() or 1
         else:
             count = int(slots)
-        if count < 1:
-            raise UsageError(f"--spark-master {url!r} has no task slots; use local[N], N >= 1.")
+        if not 1 <= count <= MAX_LOCAL_SLOTS:
+            raise UsageError(f"--spark-master {url!r} has {count} task slots; use local[N] "
+                             f"with N from 1 to {MAX_LOCAL_SLOTS}.")
         return Master(text, count)
     if text == "yarn" or _SPARK.fullmatch(text) or _K8S.fullmatch(text):
         return Master(text, None)
@@ -86,29 +101,32 @@ def check_slots(master: Master, workers: int) -> None:
             f"together). Use local[{workers}] or fewer workers.")
 
 
+def is_loopback_host(host: str) -> bool:
+    """127.0.0.0/8, ::1, localhost (and 0.0.0.0, which clients reach as this machine)."""
+    name = host.lower().strip("[]")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
 def loopback_servers(bootstrap: str) -> list[str]:
     """The bootstrap servers only this machine can reach (127.0.0.0/8, ::1, localhost)."""
-    found = []
-    for host, port in parse_bootstrap(bootstrap):
-        name = host.lower()
-        loopback = name == "localhost" or name.endswith(".localhost")
-        if not loopback:
-            try:
-                address = ipaddress.ip_address(name)
-                loopback = address.is_loopback or address.is_unspecified
-            except ValueError:
-                loopback = False
-        if loopback:
-            found.append(f"{host}:{port}")
-    return found
+    return [f"{host}:{port}" for host, port in parse_bootstrap(bootstrap)
+            if is_loopback_host(host)]
 
 
 def check_reachable(master: Master, bootstrap: str | None) -> None:
     """Refuse a cluster master with brokers only this machine can reach.
 
-    `bootstrap` None means an embedded broker or lab, which listen on loopback.
+    `bootstrap` None means an embedded broker or lab, which listen on loopback. A master
+    on this machine (local[N], or spark:// on a loopback address, whose workers are
+    then on this machine too) reaches them.
     """
-    if master.local:
+    if master.on_this_machine:
         return
     if bootstrap is None:
         raise UsageError(

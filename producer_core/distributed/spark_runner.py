@@ -221,8 +221,8 @@ class SparkRunner:
 
     def start(self) -> SparkRunner:
         if self.session is None:
-            self.session = start_session(self.master.url, "kbatch produce", self.master.local,
-                                         self.conf)
+            self.session = start_session(self.master.url, "kbatch produce",
+                                         self.master.on_this_machine, self.conf)
         return self
 
     def stop(self) -> None:
@@ -277,7 +277,7 @@ class SparkRunner:
     # -------------------------------------------------------------- internals
     def _listener(self, session: SparkSessionHandle) -> _ProgressListener | None:
         try:
-            if self.master.local:
+            if self.master.on_this_machine:
                 return _ProgressListener("127.0.0.1", "127.0.0.1")
             host = session.context.getConf().get("spark.driver.host") or socket.gethostname()
             return _ProgressListener("0.0.0.0", host)

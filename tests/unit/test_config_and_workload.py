@@ -47,8 +47,16 @@ def test_malformed_assignment(text: str) -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "fragment"), [
-    ({"rate": 0}, "--rate must be a positive"),
-    ({"rate": -5}, "--rate must be a positive"),
+    ({"rate": 0}, "--rate must be 0.001 to 10,000,000"),
+    ({"rate": -5}, "--rate must be 0.001 to 10,000,000"),
+    ({"rate": 1e308}, "--rate must be 0.001 to 10,000,000"),
+    ({"duration_s": 1e308}, "--duration must be more than 0 and at most 604,800"),
+    ({"seed": -5}, "--seed must be 0 to"),
+    ({"keys": 100_000_000}, "--keys must be 0"),
+    ({"warmup_s": float("nan")}, "--warmup must be 0 to"),
+    ({"topic": ".."}, "not allowed as a topic name"),
+    ({"topic": "a b"}, "characters Kafka does not allow"),
+    ({"topic": ""}, "cannot be empty"),
     ({"partitions": 0}, "--partitions"),
     ({"duration_s": None, "messages": None}, "give --duration or --messages"),
     ({"warmup_s": 20, "duration_s": 10}, "--warmup must be shorter"),

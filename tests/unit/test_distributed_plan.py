@@ -126,3 +126,24 @@ def test_bad_plans_are_refused():
         start_instant(0.0, -1.0)
     with pytest.raises(UsageError, match="--workers"):
         plan_shares(Workload(), 0, 1.0)
+
+
+def test_a_standalone_master_on_loopback_reaches_loopback_brokers():
+    for url in ("spark://127.0.0.1:7077", "spark://localhost:7077",
+                "spark://127.0.0.1:7077,127.0.0.2:7078"):
+        master = parse_master(url)
+        assert master.on_this_machine and not master.local
+        check_reachable(master, None)  # embedded broker
+        check_reachable(master, "127.0.0.1:9092")
+    for url in ("spark://10.1.2.3:7077", "spark://127.0.0.1:7077,10.1.2.3:7077",
+                "spark://spark-master.example.com:7077"):
+        master = parse_master(url)
+        assert not master.on_this_machine
+        with pytest.raises(UsageError, match="other machines"):
+            check_reachable(master, "127.0.0.1:9092")
+
+
+def test_local_task_slots_are_bounded():
+    assert parse_master("local[1024]").slots == 1024
+    with pytest.raises(UsageError, match="N from 1 to 1024"):
+        parse_master("local[100000000]")
