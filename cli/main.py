@@ -32,6 +32,7 @@ from cli.render import (
 )
 from cli.report_cmd import report
 from cli.spark_opts import runner_from_flags, runner_options
+from cli.sweep_cmd import sweep
 from producer_core.brokers import broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, parse_assignment, settings_help
@@ -205,6 +206,7 @@ cli.add_command(report)
 cli.add_command(gate)
 cli.add_command(lab)
 cli.add_command(analyze)
+cli.add_command(sweep)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from cli.markdown import table_to_markdown
 from cli.render import comparison_table, console, out, summary_table
 from producer_core.compare import SUMMARY_METRICS
 from producer_core.histogram import LatencyHistogram
-from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results
+from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results, run_group
 
 LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
                    ("p99.9", "p999_ms"), ("max", "max_ms"), ("mean", "mean_ms"))
@@ -45,7 +45,7 @@ def latency_table(item: LoadedResults) -> Table:
 
 def _run_label(item: LoadedResults, run: dict[str, Any]) -> str:
     repeat = item.document.get("repeat", 1)
-    return run["mode"] + (f" round {run.get('round', 1)}" if repeat > 1 else "")
+    return run_group(run) + (f" round {run.get('round', 1)}" if repeat > 1 else "")
 
 
 def _name(item: LoadedResults) -> str:
