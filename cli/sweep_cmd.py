@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,10 @@ from rich.table import Table
 from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape, workload_from_flags, workload_options
 from cli.render import console, out
-from producer_core.brokers import broker_target
+from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import parse_modes
 from producer_core.config import MODES, parse_assignment
+from producer_core.distributed.plan import MASTER_FORMS, MAX_WORKERS
 from producer_core.errors import UsageError
 from producer_core.sweep import (
     check_cells,
@@ -33,6 +34,36 @@ from producer_core.sweep import (
 from producer_core.sweep_run import SweepPlan, SweepRunner
 
 DEFAULT_WINDOWS = "0,1,2,5,10,20,50,100,200,500"
+
+
+def spark_cells(runner: str, workers: int | None, master_url: str | None,
+                conf_items: tuple[str, ...], bootstrap: str | None,
+                shape: dict[str, Any]) -> Any:
+    """The Spark executor of `--runner spark`, checked before anything starts; None: local."""
+    if runner != "spark":
+        given = [name for name, value in (("--workers", workers),
+                                          ("--spark-master", master_url),
+                                          ("--spark-conf", conf_items)) if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --runner spark.")
+        return None
+    from producer_core.distributed.plan import (
+        check_reachable,
+        check_slots,
+        default_master,
+        parse_master,
+    )
+    from producer_core.distributed.session import parse_conf, require_pyspark
+    from producer_core.sweep_spark import SparkCells
+
+    workers = workers or 2
+    master = parse_master(master_url or default_master(workers))
+    check_slots(master, workers)
+    if bootstrap:  # without one, each task's own broker is on the task's machine
+        check_reachable(master, bootstrap)
+    conf = parse_conf(conf_items)
+    require_pyspark("--runner spark")
+    return SparkCells(master, workers, conf, shape)
 
 
 def _duration(seconds: float) -> str:
@@ -50,8 +81,10 @@ class SweepProgress:
     """Cells done, the cell running, and the ETA: a rich bar on a terminal, plain lines
     otherwise (CI logs)."""
 
-    def __init__(self, total: int, estimate_s: float, enabled: bool) -> None:
+    def __init__(self, total: int, estimate_s: float, enabled: bool,
+                 parallel: int = 1) -> None:
         self.total = total
+        self.parallel = parallel  # cells running at once (Spark): the ETA divides by it
         self.estimate_s = estimate_s
         self.seconds: list[float] = []
         self.live = enabled and console.is_terminal
@@ -69,11 +102,12 @@ class SweepProgress:
                             transient=True)
         with self.bar:
             self.task = self.bar.add_task("sweep", total=self.total,
-                                          eta=_duration(self.total * self.estimate_s))
+                                          eta=self.eta(self.total))
             yield self
 
     def eta(self, remaining: int) -> str:
-        return _duration(eta_s(self.seconds, remaining, self.estimate_s))
+        # Spark: a unit's seconds are its wave's divided by the cells in it.
+        return _duration(eta_s(self.seconds, remaining, self.estimate_s / self.parallel))
 
     def start(self, cell: Any, round_index: int, index: int, total: int) -> None:
         what = f"{cell.id} round {round_index}"
@@ -164,6 +198,19 @@ def sweep_table(document: dict[str, Any]) -> Table:
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: one embedded Tansu broker for all cells.")
 @lab_options
+@click.option("--runner", type=click.Choice(["local", "spark"]), default="local",
+              show_default=True,
+              help="'local': the cells one after the other in this process. 'spark': the "
+                   "cells as Spark tasks, --workers at a time, each against "
+                   "--bootstrap-servers or its own embedded broker (or lab). Needs pip "
+                   "install 'kbatch[spark]'.")
+@click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=None,
+              help="Cells running at once with --runner spark (default 2).")
+@click.option("--spark-master", default=None, metavar="URL",
+              help=f"Spark master for --runner spark (default local[N]). Forms: "
+                   f"{MASTER_FORMS}.")
+@click.option("--spark-conf", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting, e.g. --spark-conf spark.executor.memory=2g. Repeatable.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               required=True,
               help="Results directory: results.json (a sweep: every cell's runs, the "
@@ -180,8 +227,9 @@ def sweep_table(document: dict[str, Any]) -> Table:
 def sweep(modes_text: str, windows_text: str, rates_text: str | None,
           axes_text: tuple[str, ...], overrides: tuple[str, ...], repeats: int,
           slo_text: str | None, reference_mode: str, bootstrap_servers: str | None,
-          out_dir: Path, resume: bool, chart: bool, progress: bool,
-          **workload_flags: Any) -> None:
+          runner: str, workers: int | None, spark_master: str | None,
+          spark_conf: tuple[str, ...], out_dir: Path, resume: bool, chart: bool,
+          progress: bool, **workload_flags: Any) -> None:
     """Sweep linger modes and windows; find the setting that meets a latency SLO with the
     fewest requests.
 
@@ -208,20 +256,31 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     grid = {"modes": modes, "windows": windows, "rates": rates,
             "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
     plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode)
-    with broker_target(bootstrap_servers, **shape) as target, warnings.catch_warnings():
+    spark = spark_cells(runner, workers, spark_master, spark_conf, bootstrap_servers, shape)
+    with ExitStack() as stack:
+        if spark is not None and not bootstrap_servers:  # every task starts its own broker
+            target = BrokerTarget("", "its own embedded broker per cell", embedded=True)
+        else:
+            target = stack.enter_context(broker_target(bootstrap_servers, **shape))
+        if spark is not None:
+            console.print(f"Starting Spark ({spark.master.url})...")
+            stack.enter_context(spark)
+        stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
         from producer_core.engine import run
 
-        runner = SweepRunner(plan, out_dir, target.bootstrap, run, target.description,
-                             target.embedded)
+        sweeper = SweepRunner(plan, out_dir, target.bootstrap, run, target.description,
+                              target.embedded, execute=spark)
         total = len(cells) * repeats
         console.print(f"Sweeping {len(cells)} cells × {repeats} repeat"
-                      f"{'s' if repeats > 1 else ''} = {total} runs on {target.description}.")
-        display = SweepProgress(total, plan.estimate_s(), progress)
-        runner.on_start, runner.on_end = display.start, display.end
+                      f"{'s' if repeats > 1 else ''} = {total} runs on {target.description}"
+                      f"{spark.description if spark else ''}.")
+        display = SweepProgress(total, plan.estimate_s(), progress,
+                                spark.workers if spark else 1)
+        sweeper.on_start, sweeper.on_end = display.start, display.end
         try:
             with display.shown():
-                document = runner.run(resume)
+                document = sweeper.run(resume)
         except KeyboardInterrupt:
             click.echo(f"Interrupted: the runs finished so far are in {out_dir}; run the "
                        "same command with --resume to continue.", err=True)

@@ -226,6 +226,7 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, float]:
     if isinstance(bytes_per_request, Mapping):
         bytes_per_request = bytes_per_request["mean"]
     latency = run["latency"]
+    rate = run["rate"]
     return {
         "requests_per_s": run["requests_sent"] / duration,
         "requests_sent": float(run["requests_sent"]),
@@ -233,7 +234,26 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, float]:
         "bytes_per_request": float(bytes_per_request),
         **{key: float(latency[key]) for key in sorted(set(SLO_METRICS.values()))},
         "failed": float(run["messages"]["failed"]),
+        "achieved_msgs_per_s": float(rate["achieved_msgs_per_s"]),
+        "generator_lag_p99_ms": float(run.get("generator_lag", {}).get("p99_ms", 0.0)),
     }
+
+
+LOAD_MET_RATIO = 0.9
+"""A run whose achieved rate is below this share of its target did not get the load the
+cell asked for (the machine, not the window, set its latency): the cell is failed."""
+
+
+def load_shortfall(run: Mapping[str, Any]) -> str | None:
+    """Why a run's load was not met, or None (unthrottled runs have no target)."""
+    target = run["rate"].get("target_msgs_per_s")
+    achieved = float(run["rate"]["achieved_msgs_per_s"])
+    if target is None or achieved >= LOAD_MET_RATIO * float(target):
+        return None
+    lag = run.get("generator_lag", {}).get("p99_ms")
+    lag_text = f", generator lag p99 {lag:,.0f} ms" if lag is not None else ""
+    return (f"load not met: {achieved:,.0f} of {float(target):,.0f} msg/s{lag_text}; the "
+            "producer's backlog, not the window, set its latency")
 
 
 @dataclass
@@ -246,9 +266,9 @@ class CellResult:
 
     @property
     def ok(self) -> bool:
-        """Ran every time, and delivered every message."""
+        """Ran every time, got the load it asked for, and delivered every message."""
         return bool(self.runs) and not self.errors and all(
-            run_figures(r)["failed"] == 0 for r in self.runs)
+            run_figures(r)["failed"] == 0 and load_shortfall(r) is None for r in self.runs)
 
     @property
     def status(self) -> str:
@@ -260,7 +280,9 @@ class CellResult:
         if self.errors:
             return self.errors[-1]
         failed = sum(int(run_figures(r)["failed"]) for r in self.runs)
-        return f"{failed:,} messages failed" if failed else None
+        if failed:
+            return f"{failed:,} messages failed"
+        return next(filter(None, map(load_shortfall, self.runs)), None)
 
     def figure(self, name: str, stat: str = "median") -> float:
         values = [run_figures(r)[name] for r in self.runs]

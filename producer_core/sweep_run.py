@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from producer_core.compare import summarise
-from producer_core.config import build_settings
+from producer_core.config import ProducerSettings, build_settings
 from producer_core.errors import UsageError
-from producer_core.metrics import SCHEMA_VERSION
+from producer_core.metrics import SCHEMA_VERSION, Results
 from producer_core.results_io import (
     RESULTS_FILE,
     RunRecorder,
@@ -35,6 +35,9 @@ from producer_core.sweep import (
     resume_key,
 )
 from producer_core.workload import Workload
+
+Outcome = tuple[Cell, int, Results | None, str | None, float]
+"""(cell, round, its Results or None, the error if it failed, seconds it took)."""
 
 
 @dataclass
@@ -145,6 +148,8 @@ class SweepRunner:
     embedded: bool = True
     on_start: Callable[[Cell, int, int, int], Any] | None = None
     on_end: Callable[[Cell, int, str | None, float], None] | None = None
+    execute: Callable[[SweepRunner, list[tuple[Cell, int]]], Iterator[Outcome]] | None = None
+    """How units run: `run_here` (default) or a Spark executor (producer_core.sweep_spark)."""
     runs: list[dict[str, Any]] = field(default_factory=list)
     errors: dict[str, list[str]] = field(default_factory=dict)
 
@@ -163,20 +168,9 @@ class SweepRunner:
                              "that sweep, or a new --out directory.")
         pending = pending_units(self.plan.cells, self.plan.repeats, done_units(self.runs))
         self.write()
-        recorder = RunRecorder(self.run_one)
-        for index, (cell, round_index) in enumerate(pending):
-            progress = self.on_start(cell, round_index, index, len(pending)) \
-                if self.on_start else None
-            settings = build_settings([*self.plan.common, *cell.assignments()], mode=cell.mode)
-            suffix = f"-{cell.id}-{round_index}"
-            started = time.monotonic()
-            error = None
-            try:
-                results = recorder(self.plan.cell_workload(cell, round_index),
-                                   settings.with_topic_suffix(suffix), cell.mode,
-                                   self.bootstrap, progress)
-            except Exception as exc:  # one cell failing must not lose the others
-                error = f"round {round_index}: {type(exc).__name__}: {exc}"
+        execute = self.execute or SweepRunner.run_here
+        for cell, round_index, results, error, seconds in execute(self, pending):
+            if error is not None:
                 self.errors.setdefault(cell.id, []).append(error)
             else:
                 run = results.to_dict()
@@ -188,5 +182,28 @@ class SweepRunner:
                 self.runs.append(run)
             self.write()
             if self.on_end:
-                self.on_end(cell, round_index, error, time.monotonic() - started)
+                self.on_end(cell, round_index, error, seconds)
         return self.write()
+
+    def unit(self, cell: Cell, round_index: int) -> tuple[ProducerSettings, Workload]:
+        """A cell's settings and workload for one round, on topics of its own."""
+        settings = build_settings([*self.plan.common, *cell.assignments()], mode=cell.mode)
+        suffix = f"-{cell.id}-{round_index}"
+        return settings.with_topic_suffix(suffix), self.plan.cell_workload(cell, round_index)
+
+    def run_here(self, pending: list[tuple[Cell, int]]) -> Iterator[Outcome]:
+        """The local executor: one unit after the other in this process."""
+        recorder = RunRecorder(self.run_one)
+        for index, (cell, round_index) in enumerate(pending):
+            progress = self.on_start(cell, round_index, index, len(pending)) \
+                if self.on_start else None
+            settings, workload = self.unit(cell, round_index)
+            started = time.monotonic()
+            try:
+                results = recorder(workload, settings, cell.mode, self.bootstrap, progress)
+            except Exception as exc:  # one cell failing must not lose the others
+                yield (cell, round_index, None,
+                       f"round {round_index}: {type(exc).__name__}: {exc}",
+                       time.monotonic() - started)
+            else:
+                yield cell, round_index, results, None, time.monotonic() - started

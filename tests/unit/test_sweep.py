@@ -141,12 +141,14 @@ def test_pareto_keeps_only_undominated_points():
 
 
 def run(requests: int, p99: float, failed: int = 0, duration: float = 10.0,
-        bytes_per_request: float = 1000.0) -> dict:
+        bytes_per_request: float = 1000.0, achieved: float = 1000.0) -> dict:
     return {"duration_s": duration, "requests_sent": requests, "msgs_per_req": 1.0,
             "bytes_per_request": {"mean": bytes_per_request, "p50": 0, "max": 0},
             "latency": {"p50_ms": p99 / 2, "p95_ms": p99, "p99_ms": p99, "p999_ms": p99,
                         "max_ms": p99},
-            "messages": {"failed": failed}}
+            "messages": {"failed": failed},
+            "rate": {"target_msgs_per_s": 1000.0, "achieved_msgs_per_s": achieved},
+            "generator_lag": {"p99_ms": 1.0}}
 
 
 def result(cell: Cell, *runs: dict, errors: tuple[str, ...] = ()) -> CellResult:
@@ -164,6 +166,15 @@ def test_frontier_leaves_out_failed_cells():
                                                 "bytes_per_request": ["broker_w5"]}
     assert lossy.status == "failed" and lossy.reason() == "3 messages failed"
     assert broken.status == "failed" and broken.reason() == "round 1: boom"
+
+
+def test_a_cell_that_did_not_get_its_load_is_failed():
+    starved = result(Cell("broker", 5), run(10, 30, achieved=700))
+    fine = result(Cell("broker", 50), run(20, 40, achieved=905))
+    assert starved.status == "failed" and fine.status == "ok"
+    assert starved.reason().startswith("load not met: 700 of 1,000 msg/s, generator lag p99")
+    assert frontiers([starved, fine])["requests_per_s"] == ["broker_w50"]
+    assert recommend([starved, fine], SLO)["cell"] == "broker_w50"
 
 
 def test_bytes_frontier_prefers_bigger_requests():
