@@ -24,6 +24,10 @@ LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
 
 def live_table(item: LoadedResults) -> Table:
     """The table the live command printed for these results."""
+    if item.document.get("kind") == "sweep":
+        from cli.sweep_cmd import sweep_table
+
+        return sweep_table(item.document)
     if item.kind == "comparison":
         return comparison_table(item.document)
     return summary_table(item.document)
@@ -132,6 +136,11 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
             series[f"{_name(item)}: {label}" if len(loaded) > 1 else label] = times
     if series:
         charts["requests_per_second"] = rps_chart(series, out_dir / "requests_per_second.png")
+    sweeps = [item for item in loaded if item.document.get("kind") == "sweep"]
+    if len(sweeps) == 1 and sweeps[0].modes:
+        from cli.sweep_chart import frontier_chart
+
+        charts["frontier"] = frontier_chart(sweeps[0].document, out_dir / "frontier.png")
     return charts
 
 
@@ -139,6 +148,7 @@ _CHART_TITLES = {
     "latency": "Latency percentile distribution",
     "requests": "Requests sent and messages per request",
     "requests_per_second": "Requests per second",
+    "frontier": "Sweep: requests per second against latency, per mode",
 }
 
 
@@ -149,6 +159,10 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
     for item in loaded:
         lines += [f"## {item.path}", "", *_facts(item), ""]
         lines += [table_to_markdown(live_table(item)), table_to_markdown(latency_table(item))]
+        recommendation = (item.document.get("sweep") or {}).get("recommendation")
+        if recommendation:
+            lines += [f"**Recommendation for {item.document['sweep']['slo']}:** "
+                      f"{recommendation['text']}", ""]
         warnings = [(run["mode"], w) for run in item.runs for w in run.get("warnings", [])]
         if warnings:
             lines += ["**Warnings**", ""] + [f"- {mode}: {w}" for mode, w in warnings] + [""]

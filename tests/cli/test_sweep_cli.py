@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.cli.test_produce_cli import KBATCH, ROOT, kbatch
+from tests.spark_support import spark_test
 
 GRID = ("--modes", "partition,broker", "--windows", "0,50", "--partitions", "8",
         "--rate", "400", "--duration", "1")
@@ -83,3 +84,26 @@ def test_interrupted_sweep_resumes(tmp_path):
     # Only the missing cells ran again.
     assert resumed.stdout.count(" round 1 (mode ") + resumed.stderr.count(
         " round 1 (mode ") == 4 - len(first)
+
+
+@spark_test
+def test_sweep_on_spark_runs_each_cell_on_its_own_broker(tmp_path):
+    out = tmp_path / "sweep"
+    proc = kbatch("sweep", *GRID, "--runner", "spark", "--workers", "2", "--out", str(out),
+                  timeout=400)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert sorted(r["cell"] for r in doc["runs"]) == sorted(doc["modes"])
+    assert len(doc["runs"]) == 4
+    brokers = {r["broker"] for r in doc["runs"]}
+    assert len(brokers) == 4 and all("the task's own" in b for b in brokers)  # one each
+    for run in doc["runs"]:
+        assert run["messages"]["acknowledged"] == 400 and run["messages"]["failed"] == 0
+    by_cell = {r["cell"]: r for r in doc["runs"]}
+    assert by_cell["broker_w50"]["requests_sent"] * 3 < by_cell["broker_w0"]["requests_sent"]
+    assert (out / "runs" / "broker_w50-1" / "requests.parquet").is_file()
+
+
+def test_spark_flags_need_runner_spark(tmp_path):
+    proc = kbatch("sweep", *GRID, "--workers", "3", "--out", str(tmp_path / "x"), timeout=60)
+    assert proc.returncode == 2 and "--workers only apply with --runner spark" in proc.stderr
