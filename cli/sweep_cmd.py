@@ -239,7 +239,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     message sequence (same seed). Example, seed 000's next steps:
 
     kbatch sweep --partitions 1000 --rate 20000 --duration 10 --modes partition,broker
-    --windows 5,20,50,100,200,500 --axis broker.batch.max.partitions=-1,100 --slo p99<=500ms
+    --windows 5,20,50,100,200,500 --axis broker.batch.max.partitions=-1,100 --slo 'p99<=500ms'
     --out sweep-out
     """
     shape = lab_shape(workload_flags)

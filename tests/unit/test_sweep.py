@@ -314,3 +314,13 @@ def test_resume_refuses_a_different_sweep(tmp_path):
     runner.plan.grid = {**runner.plan.grid, "windows": [5]}
     with pytest.raises(UsageError, match="different grid"):
         runner.run(resume=True)
+
+
+def test_resume_refuses_a_directory_that_is_not_a_sweep(tmp_path):
+    from producer_core.results_io import write_results_dir
+    from tests.results_fakes import fake_comparison
+
+    document, results = fake_comparison()
+    write_results_dir(tmp_path / "out", document, results)
+    with pytest.raises(UsageError, match="holds a comparison, not a sweep"):
+        fake_runner(tmp_path, []).run(resume=True)
