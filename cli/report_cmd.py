@@ -113,6 +113,9 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
 
     labels = _labels(loaded)
     charts: dict[str, Path] = {}
+    from cli.sweep_chart import sweep_charts  # a sweep's frontier.png comes first
+
+    charts.update(sweep_charts(loaded, out_dir))
     histograms: dict[str, LatencyHistogram] = {
         label: item.latency_histogram(mode) for item, mode, label in labels}
     charts["latency"] = latency_chart(histograms, out_dir / "latency.png")
@@ -136,11 +139,6 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
             series[f"{_name(item)}: {label}" if len(loaded) > 1 else label] = times
     if series:
         charts["requests_per_second"] = rps_chart(series, out_dir / "requests_per_second.png")
-    sweeps = [item for item in loaded if item.document.get("kind") == "sweep"]
-    if len(sweeps) == 1 and sweeps[0].modes:
-        from cli.sweep_chart import frontier_chart
-
-        charts["frontier"] = frontier_chart(sweeps[0].document, out_dir / "frontier.png")
     return charts
 
 
@@ -159,13 +157,12 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
     for item in loaded:
         lines += [f"## {item.path}", "", *_facts(item), ""]
         lines += [table_to_markdown(live_table(item)), table_to_markdown(latency_table(item))]
-        recommendation = (item.document.get("sweep") or {}).get("recommendation")
-        if recommendation:
-            lines += [f"**Recommendation for {item.document['sweep']['slo']}:** "
-                      f"{recommendation['text']}", ""]
         warnings = [(run["mode"], w) for run in item.runs for w in run.get("warnings", [])]
         if warnings:
             lines += ["**Warnings**", ""] + [f"- {mode}: {w}" for mode, w in warnings] + [""]
+        from cli.sweep_chart import sweep_markdown
+
+        lines += sweep_markdown(item.document)
     if charts:
         lines += ["## Charts", ""]
         for key, path in charts.items():

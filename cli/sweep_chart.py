@@ -1,25 +1,40 @@
 """The frontier chart of a sweep: requests/s against the SLO latency, one line per mode.
 
-matplotlib's object API (``Figure``, Agg backend) as in cli/charts.py.
+matplotlib's object API (``Figure``, Agg backend) from cli/charts.py, imported on first use
+so `kbatch` starts without matplotlib.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+__all__ = ["frontier_chart", "sweep_charts", "sweep_markdown"]
 
-matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402  (after selecting the backend)
 
-__all__ = ["frontier_chart"]
+def sweep_charts(loaded: Sequence[Any], out_dir: Path) -> dict[str, Path]:
+    """`kbatch report`: frontier.png when the inputs hold exactly one sweep with runs."""
+    sweeps = [item for item in loaded if item.document.get("kind") == "sweep"]
+    if len(sweeps) != 1 or not sweeps[0].document["modes"]:
+        return {}
+    return {"frontier": frontier_chart(sweeps[0].document, out_dir / "frontier.png")}
+
+
+def sweep_markdown(document: Mapping[str, Any]) -> list[str]:
+    """`kbatch report`: a sweep's recommendation as a Markdown paragraph (else nothing)."""
+    sweep = document.get("sweep") or {}
+    recommendation = sweep.get("recommendation")
+    if document.get("kind") != "sweep" or not recommendation:
+        return []
+    return [f"**Recommendation for {sweep['slo']}:** {recommendation['text']}", ""]
 
 
 def frontier_chart(document: Mapping[str, Any], path: Path) -> Path:
     """Each mode's cells (median over repeats) joined in window order; the Pareto frontier
     ringed, the recommended cell starred, the SLO a dashed line, failed cells left out."""
+    from cli.charts import Figure  # matplotlib with the Agg backend, loaded on first use
+
     sweep = document["sweep"]
     latency = sweep["frontier"]["latency"]
     frontier = set(sweep["frontier"]["requests_per_s"])
