@@ -402,8 +402,18 @@ def pending_units(cells: Sequence[Cell], repeats: int,
 
 def resume_key(grid: Mapping[str, Any], workload: Mapping[str, Any]) -> dict[str, Any]:
     """What must match for --resume to continue a sweep: the grid and the workload apart
-    from its (time-stamped, per-invocation) base topic name."""
-    return {"grid": dict(grid), "workload": {k: v for k, v in workload.items() if k != "topic"}}
+    from its base topic name (time-stamped per invocation), wherever the name appears (as
+    a value or as a key, e.g. per-topic value sizes)."""
+    topic = workload.get("topic")
+
+    def anonymous(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {("<topic>" if k == topic else k): anonymous(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [anonymous(v) for v in value]
+        return "<topic>" if topic is not None and value == topic else value
+
+    return {"grid": dict(grid), "workload": anonymous(dict(workload))}
 
 
 def eta_s(cell_seconds: Sequence[float], remaining: int, estimate_s: float) -> float:

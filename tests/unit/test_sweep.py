@@ -25,6 +25,7 @@ from producer_core.sweep import (
     parse_slo,
     pending_units,
     recommend,
+    resume_key,
     window_assignments,
 )
 from producer_core.sweep_run import SweepPlan, SweepRunner
@@ -241,6 +242,15 @@ def test_pending_units_interleave_rounds_and_skip_done():
     assert done == {("partition_w5", 1), ("broker_w5", 2)}
     assert [(c.id, r) for c, r in pending_units(cells, 2, done)] == [
         ("broker_w5", 1), ("partition_w5", 2)]
+
+
+def test_resume_key_ignores_the_base_topic_name_wherever_it_appears():
+    def workload(topic: str, rate: float = 1000.0) -> dict:
+        return {"topic": topic, "rate": rate, "value_size": {topic: {"fixed": 100}}}
+
+    assert resume_key({"windows": [5]}, workload("kbatch-1")) == resume_key(
+        {"windows": [5]}, workload("kbatch-2"))
+    assert resume_key({}, workload("kbatch-1")) != resume_key({}, workload("kbatch-2", 500.0))
 
 
 def test_eta_uses_the_mean_of_finished_cells():
