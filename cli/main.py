@@ -37,6 +37,7 @@ from cli.render import (
 from cli.report_cmd import report
 from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.spark_opts import runner_from_flags, runner_options
+from cli.sweep_cmd import sweep
 from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
@@ -253,6 +254,7 @@ cli.add_command(report)
 cli.add_command(gate)
 cli.add_command(lab)
 cli.add_command(analyze)
+cli.add_command(sweep)
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from cli.output_paths import writable_dir, writable_file
 from cli.render import comparison_table, console, out, summary_table, topics_table
 from producer_core.compare import SUMMARY_METRICS
 from producer_core.histogram import LatencyHistogram
-from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results
+from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results, run_group
 
 LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
                    ("p99.9", "p999_ms"), ("max", "max_ms"), ("mean", "mean_ms"))
@@ -25,6 +25,10 @@ LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
 
 def live_table(item: LoadedResults) -> Table:
     """The table the live command printed for these results."""
+    if item.document.get("kind") == "sweep":
+        from cli.sweep_cmd import sweep_table
+
+        return sweep_table(item.document)
     if item.kind == "comparison":
         return comparison_table(item.document)
     return summary_table(item.document)
@@ -57,7 +61,7 @@ def run_topic_tables(item: LoadedResults) -> list[Table]:
 
 def _run_label(item: LoadedResults, run: dict[str, Any]) -> str:
     repeat = item.document.get("repeat", 1)
-    return run["mode"] + (f" round {run.get('round', 1)}" if repeat > 1 else "")
+    return run_group(run) + (f" round {run.get('round', 1)}" if repeat > 1 else "")
 
 
 def _name(item: LoadedResults) -> str:
@@ -123,6 +127,9 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
     labels = _labels(loaded)
     modes = [mode for _, mode, _ in labels]
     charts: dict[str, Path] = {}
+    from cli.sweep_chart import sweep_charts  # a sweep's frontier.png comes first
+
+    charts.update(sweep_charts(loaded, out_dir))
     histograms: dict[str, LatencyHistogram] = {
         label: item.latency_histogram(mode) for item, mode, label in labels}
     charts["latency"] = latency_chart(histograms, out_dir / "latency.png", modes=modes)
@@ -172,6 +179,7 @@ _CHART_TITLES = {
     "requests": "Requests sent and messages per request",
     "over_time": "Rate, MB/s, requests per second and latency over time",
     "requests_per_second": "Requests per second",
+    "frontier": "Sweep: requests per second against latency, per mode",
 }
 
 
@@ -186,6 +194,9 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
         warnings = [(run["mode"], w) for run in item.runs for w in run.get("warnings", [])]
         if warnings:
             lines += ["**Warnings**", ""] + [f"- {mode}: {w}" for mode, w in warnings] + [""]
+        from cli.sweep_chart import sweep_markdown
+
+        lines += sweep_markdown(item.document)
     if charts:
         lines += ["## Charts", ""]
         for key, path in charts.items():

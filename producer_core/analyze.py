@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from producer_core.errors import UsageError
-from producer_core.results_io import RESULTS_FILE, ResultsError, load_results
+from producer_core.results_io import RESULTS_FILE, ResultsError, load_results, run_group
 
 DEFAULT_GROUP_BY = ("run", "mode", "broker")
 DEFAULT_ACCURACY = 10_000
@@ -129,11 +129,11 @@ def find_runs(inputs: Sequence[str | Path]) -> tuple[list[RunEntry], list[str]]:
             label = _label(file)
             for run in loaded.runs:
                 mode, round_index = run["mode"], int(run.get("round", 1))
-                key = (file.resolve(), mode, round_index)
+                key = (file.resolve(), run_group(run), round_index)
                 if key in seen:
                     continue
                 seen.add(key)
-                name = f"{label}/{mode}-{round_index}"
+                name = f"{label}/{run_group(run)}-{round_index}"
                 log = loaded.companion(run, "requests")
                 if log is None:
                     notes.append(f"{name}: no request log (results written with --json, not "

@@ -31,6 +31,7 @@ from typing import Any
 from producer_core.compare import SUMMARY_METRICS
 from producer_core.config import MODES
 from producer_core.errors import UsageError
+from producer_core.results_io import GROUPED_KINDS, run_group
 from producer_core.schema_check import resolve_ref
 
 __all__ = [
@@ -364,14 +365,14 @@ class MetricSource:
     def __post_init__(self) -> None:
         self.by_mode = {}
         for run in self.runs:
-            self.by_mode.setdefault(run["mode"], []).append(run)
+            self.by_mode.setdefault(run_group(run), []).append(run)
 
     @classmethod
     def from_documents(cls, documents: Sequence[Mapping[str, Any]],
                        label: str = "the results") -> MetricSource:
         runs: list[dict[str, Any]] = []
         for document in documents:
-            if document.get("kind") == "comparison":
+            if document.get("kind") in GROUPED_KINDS:
                 runs.extend(document["runs"])
             else:
                 runs.append(dict(document))

@@ -34,6 +34,7 @@ from producer_core.metrics import SCHEMA_VERSION, Results
 from producer_core.schema_check import errors as schema_errors
 
 __all__ = [
+    "GROUPED_KINDS",
     "RESULTS_FILE",
     "LoadedResults",
     "ResultsError",
@@ -45,12 +46,18 @@ __all__ = [
     "load_results",
     "merge_encoded",
     "results_schema",
+    "run_group",
     "validate_document",
+    "write_document",
     "write_json",
     "write_results_dir",
+    "write_run_files",
 ]
 
 RESULTS_FILE = "results.json"
+GROUPED_KINDS = ("comparison", "sweep")
+"""Documents holding several runs: compare-modes' comparison (runs grouped by mode) and a
+sweep (runs grouped by cell, `kbatch sweep`)."""
 SCHEMA_FILE = "results-v1.json"
 
 
@@ -79,7 +86,7 @@ def validate_document(document: Any, what: str = "results") -> None:
             f"{SCHEMA_VERSION}."
         )
     schema = results_schema()
-    kind = "comparison" if document.get("kind") == "comparison" else "run"
+    kind = document.get("kind") if document.get("kind") in GROUPED_KINDS else "run"
     problems = schema_errors(document, schema["$defs"][kind], schema)
     if problems:
         shown = "; ".join(problems[:6])
@@ -151,7 +158,7 @@ def add_facts(document: dict[str, Any], embedded: bool, broker: str | None = Non
         "host": host_facts(),
     }
     document.update(facts)
-    if document.get("kind") == "comparison":
+    if document.get("kind") in GROUPED_KINDS:
         runs = document["runs"]
         document.setdefault("started_at", runs[0].get("started_at") if runs else None)
         for run in runs:
@@ -190,8 +197,13 @@ def write_json(path: Path, payload: Any) -> None:
     tmp.replace(path)
 
 
+def run_group(run: dict[str, Any]) -> str:
+    """What a run is grouped under: its sweep cell, else its mode."""
+    return run.get("cell") or run["mode"]
+
+
 def run_dir_name(run: dict[str, Any]) -> str:
-    return f"{run['mode']}-{run.get('round', 1)}"
+    return f"{run_group(run)}-{run.get('round', 1)}"
 
 
 def write_results_dir(out_dir: Path, document: dict[str, Any],
@@ -203,25 +215,36 @@ def write_results_dir(out_dir: Path, document: dict[str, Any],
     the path of results.json; raises ResultsError (after writing it) if the document does
     not match the schema.
     """
-    from producer_core.request_log import write_request_log
-
-    runs = document["runs"] if document.get("kind") == "comparison" else [document]
+    runs = document["runs"] if document.get("kind") in GROUPED_KINDS else [document]
     if len(runs) != len(results):
         raise ValueError(f"{len(runs)} run documents but {len(results)} Results")
     out_dir.mkdir(parents=True, exist_ok=True)
     for run, result in zip(runs, results, strict=True):
-        name = run_dir_name(run)
-        run_dir = out_dir / "runs" / name
-        run_dir.mkdir(parents=True, exist_ok=True)
-        latency = result.metrics.latency
-        (run_dir / "latency.hgrm").write_text(latency.to_hgrm())
-        (run_dir / "latency.hdr").write_text(latency.encode() + "\n")
-        write_request_log(run_dir / "requests.parquet", result, int(run.get("round", 1)))
-        run["files"] = {
-            "latency_hgrm": f"runs/{name}/latency.hgrm",
-            "latency_hdr": f"runs/{name}/latency.hdr",
-            "requests": f"runs/{name}/requests.parquet",
-        }
+        write_run_files(out_dir, run, result)
+    return write_document(out_dir, document)
+
+
+def write_run_files(out_dir: Path, run: dict[str, Any], result: Results) -> None:
+    """One run's .hgrm, encoded histogram and request log; adds ``files`` to ``run``."""
+    from producer_core.request_log import write_request_log
+
+    name = run_dir_name(run)
+    run_dir = out_dir / "runs" / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    latency = result.metrics.latency
+    (run_dir / "latency.hgrm").write_text(latency.to_hgrm())
+    (run_dir / "latency.hdr").write_text(latency.encode() + "\n")
+    write_request_log(run_dir / "requests.parquet", result, int(run.get("round", 1)))
+    run["files"] = {
+        "latency_hgrm": f"runs/{name}/latency.hgrm",
+        "latency_hdr": f"runs/{name}/latency.hdr",
+        "requests": f"runs/{name}/requests.parquet",
+    }
+
+
+def write_document(out_dir: Path, document: dict[str, Any]) -> Path:
+    """Write results.json (atomically) and check it against the schema."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / RESULTS_FILE
     write_json(path, document)
     # Checked after writing, on the JSON form (tuples become arrays): a run's results are
@@ -247,7 +270,9 @@ class LoadedResults:
 
     @property
     def kind(self) -> str:
-        return "comparison" if self.document.get("kind") == "comparison" else "run"
+        """'comparison' for every document of several runs (a sweep is a comparison of
+        cells: its ``modes`` and ``summary`` are keyed by cell)."""
+        return "comparison" if self.document.get("kind") in GROUPED_KINDS else "run"
 
     @property
     def runs(self) -> list[dict[str, Any]]:
@@ -270,7 +295,7 @@ class LoadedResults:
     def latency_histogram(self, mode: str) -> LatencyHistogram:
         """The latency histogram of a mode, merged exactly over its rounds."""
         return merge_encoded(run["histograms"]["latency_us"] for run in self.runs
-                             if run["mode"] == mode)
+                             if run_group(run) == mode)
 
 
 class _NonFinite(ValueError):
