@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,6 +22,7 @@ from cli.options import (
     workload_from_flags,
     workload_options,
 )
+from cli.outcome import exit_code
 from cli.render import (
     comparison_table,
     console,
@@ -29,13 +31,18 @@ from cli.render import (
     print_warnings,
     summary_table,
     topics_table,
+    verify_table,
 )
 from cli.report_cmd import report
-from cli.spark_opts import runner_from_flags, runner_options
+from cli.spark_opts import Runner, runner_from_flags, runner_options
+from cli.stopping import StopOnSignal, accepts_stop
 from producer_core.brokers import broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, parse_assignment, settings_help
+from producer_core.errors import UsageError
 from producer_core.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.verify_read import VerifyingRun, verify_unsupported
+from producer_core.workload import Workload
 
 OUT_HELP = ("Write a results directory: results.json (schema v1), and per run the latency "
             ".hgrm, the encoded histogram and the per-request log (Parquet). "
@@ -52,6 +59,57 @@ def cli() -> None:
     requests_sent, msgs_per_req and latency percentiles measured from each message's
     intended send time.
     """
+
+
+def delivery_options(func: Any) -> Any:
+    """`--verify` and `--allow-failures`, shared by `produce` and `compare-modes`."""
+    func = click.option(
+        "--allow-failures", is_flag=True,
+        help="Exit 0 even when messages failed or have an unknown outcome (runs that "
+             "expect faults); they are still reported. --verify problems still exit 4.")(func)
+    return click.option(
+        "--verify", is_flag=True,
+        help="After the run, read every produced partition back from the offsets the run "
+             "started at and report present / missing / duplicated / out-of-order messages "
+             "per topic (results JSON 'verify'). Exit 4 when an acknowledged message is "
+             "missing, or on a duplicate or reorder with idempotence on.")(func)
+
+
+def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
+    """Refuse --verify where it cannot say the truth, before any broker starts."""
+    if not verify:
+        return
+    if runner.master is not None:
+        raise UsageError("--verify is not available with --runner spark: the shares' "
+                         "deliveries stay on the workers. Verify a --runner local run.")
+    reason = verify_unsupported(workload)
+    if reason:
+        raise UsageError(reason)
+
+
+def engine_call(engine_run: Any, verify: bool, stopper: StopOnSignal) -> tuple[Any, dict]:
+    """The run callable (reading back with --verify) and its keyword arguments."""
+    stopper.stoppable = accepts_stop(engine_run)
+    run = VerifyingRun(engine_run) if verify else engine_run
+    return run, ({"stop": stopper.event} if stopper.stoppable else {})
+
+
+def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: bool,
+             written: bool) -> None:
+    """Exit with the code the runs deserve; after a signal, say what was kept."""
+    if stopper.signum is not None:
+        acked = sum(run["messages"]["acknowledged"] for run in runs)
+        sent = sum(run["messages"]["sent"] for run in runs)
+        console.print(
+            f"Interrupted by {stopper.name}: stopped producing after {sent:,} messages "
+            f"({acked:,} acknowledged){', partial results written' if written else ''} "
+            "(complete: false); the broker was shut down.")
+        sys.exit(stopper.exit_code)
+    code, reasons = exit_code(runs, allow_failures)
+    for reason in reasons:
+        console.print(f"[{'red' if code else 'yellow'}]{reason}[/]")
+    if code:
+        sys.exit(code)
 
 
 def write_json(path: Path, payload: Any) -> None:
@@ -88,10 +146,11 @@ def write_json(path: Path, payload: Any) -> None:
               default=None, help=OUT_HELP)
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
+@delivery_options
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
-            json_path: Path | None, out_dir: Path | None, progress: bool,
-            **workload_flags: Any) -> None:
+            json_path: Path | None, out_dir: Path | None, progress: bool, verify: bool,
+            allow_failures: bool, **workload_flags: Any) -> None:
     """Produce a workload in one linger mode and report what it cost.
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
@@ -100,25 +159,35 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     runner = runner_from_flags(workload_flags, bootstrap_servers)
     settings = settings_from_flags(overrides, mode)
     workload = workload_from_flags(**workload_flags)
-    with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
-        console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
-                      f"mode {mode}{runner.description}.")
-        with runner.progress(f"[{mode}]", progress) as on_progress, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            results = RunRecorder(engine_run)(workload, settings, mode, target.bootstrap,
-                                              on_progress)
-        results.broker = target.description
-    payload = results.to_dict()
-    add_facts(payload, target.embedded)
-    out.print(summary_table(payload))
-    if len(payload.get("topics", {})) > 1:
-        out.print(topics_table(payload))
-    print_warnings(payload)
-    if json_path is not None:
-        write_json(json_path, payload)
-        console.print(f"Results written to {json_path}.")
-    if out_dir is not None:
-        console.print(f"Results written to {write_results_dir(out_dir, payload, [results])}.")
+    check_verify(verify, runner, workload)
+    with StopOnSignal() as stopper:
+        with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
+            console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
+                          f"mode {mode}{runner.description}.")
+            run, stop = engine_call(engine_run, verify, stopper)
+            with runner.progress(f"[{mode}]", progress) as on_progress, \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                results = RunRecorder(run)(workload, settings, mode, target.bootstrap,
+                                           on_progress, **stop)
+            results.broker = target.description
+        payload = results.to_dict()
+        if stopper.signum is not None:
+            payload["complete"] = False
+        add_facts(payload, target.embedded)
+        out.print(summary_table(payload))
+        if len(payload.get("topics", {})) > 1:
+            out.print(topics_table(payload))
+        if "verify" in payload:
+            out.print(verify_table(payload["verify"]))
+        print_warnings(payload)
+        if json_path is not None:
+            write_json(json_path, payload)
+            console.print(f"Results written to {json_path}.")
+        if out_dir is not None:
+            console.print(
+                f"Results written to {write_results_dir(out_dir, payload, [results])}.")
+    conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None)
 
 
 @cli.command("compare-modes")
@@ -150,11 +219,12 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
               default=None, help=OUT_HELP)
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
+@delivery_options
 @friendly_errors
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
                   json_path: Path | None, out_dir: Path | None, progress: bool,
-                  **workload_flags: Any) -> None:
+                  verify: bool, allow_failures: bool, **workload_flags: Any) -> None:
     """Run one workload under several modes and show them side by side.
 
     Each mode runs on a fresh topic with the same partitions and the same message sequence
@@ -171,7 +241,9 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         for warning in mode_run.settings.warnings:
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
     workload = workload_from_flags(**workload_flags)
+    check_verify(verify, runner, workload)
     stack = ExitStack()
+    stopper = StopOnSignal()
 
     def on_start(mode: str, round_index: int):
         stack.close()
@@ -179,26 +251,37 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                                                  if repeat > 1 else "") + ".")
         return stack.enter_context(runner.progress(f"[{mode}]", progress))
 
-    with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run, \
-            stack, warnings.catch_warnings():
+    with stopper, broker_target(bootstrap_servers, **shape) as target, \
+            runner.open() as engine_run, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         console.print(f"Comparing {', '.join(modes)} on {target.description}"
                       f"{runner.description}.")
-        recorder = RunRecorder(engine_run)
+        run, stop = engine_call(engine_run, verify, stopper)
+        recorder = RunRecorder(run)
         document = compare(workload, mode_runs, target.bootstrap, repeat, on_start,
-                           run_one=recorder)
+                           run_one=recorder, stop=stop.get("stop"))
         document["broker"] = target.description
-    add_facts(document, target.embedded, target.description)
-    out.print(comparison_table(document))
-    for run_document in document["runs"]:
-        for warning in run_document.get("warnings", []):
-            console.print(f"[yellow]Warning ({run_document['mode']}):[/yellow] {warning}")
-    if json_path is not None:
-        write_json(json_path, document)
-        console.print(f"Results written to {json_path}.")
-    if out_dir is not None:
-        path = write_results_dir(out_dir, document, recorder.results)
-        console.print(f"Results written to {path}.")
+        stack.close()  # the last progress display, before the broker stops
+    with stopper:  # a signal while writing the results: stop at once (the broker is down)
+        if stopper.signum is not None:
+            document["complete"] = False
+        add_facts(document, target.embedded, target.description)
+        out.print(comparison_table(document))
+        for run_document in document["runs"]:
+            if "verify" in run_document:
+                out.print(verify_table(run_document["verify"],
+                                       f"mode {run_document['mode']}, round "
+                                       f"{run_document['round']}"))
+            for warning in run_document.get("warnings", []):
+                console.print(f"[yellow]Warning ({run_document['mode']}):[/yellow] {warning}")
+        if json_path is not None:
+            write_json(json_path, document)
+            console.print(f"Results written to {json_path}.")
+        if out_dir is not None:
+            path = write_results_dir(out_dir, document, recorder.results)
+            console.print(f"Results written to {path}.")
+    conclude(stopper, document["runs"], allow_failures,
+             json_path is not None or out_dir is not None)
 
 
 cli.add_command(report)

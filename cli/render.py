@@ -107,6 +107,34 @@ def summary_table(result: dict[str, Any]) -> Table:
     return table
 
 
+def verify_table(verify: dict[str, Any], label: str = "") -> Table:
+    """`--verify`'s verdict per topic (and in total when there are several topics)."""
+    state = "problems: " + "; ".join(verify["problems"]) if verify["problems"] else "clean"
+    idem = "on" if verify["idempotence"] else "off"
+    table = Table(title=f"--verify{' — ' + label if label else ''}: read back "
+                        f"{verify['records_read']:,} records in {verify['read_s']:,.1f} s, "
+                        f"idempotence {idem} — {state}")
+    columns = ("topic", "acknowledged", "present", "missing", "duplicated", "out of order",
+               "unacknowledged found")
+    for name in columns:
+        table.add_column(name, justify="left" if name == "topic" else "right", no_wrap=True)
+    keys = ("acknowledged", "present", "missing", "duplicated", "out_of_order",
+            "unacknowledged_found")
+    topics = verify["topics"]
+    rows = list(topics.items())
+    if len(rows) > 1:
+        rows.append(("total", verify))
+    for name, counts in rows:
+        cells = [f"{counts[key]:,}" for key in keys]
+        bad = [counts["missing"], *(
+            (counts["duplicated"], counts["out_of_order"]) if verify["idempotence"] else ())]
+        table.add_row(name, *cells, style="red" if any(bad) else None)
+    if not verify["read_complete"]:
+        table.caption = ("the read-back stopped at its time limit: counts of missing "
+                         "records may be too high")
+    return table
+
+
 def print_warnings(result: dict[str, Any]) -> None:
     for warning in result.get("warnings", []):
         console.print(f"[yellow]Warning:[/yellow] {warning}")
@@ -125,9 +153,9 @@ def comparison_table(document: dict[str, Any]) -> Table:
     """The side-by-side table of `compare-modes`, like the seed's Improvement Summary."""
     from producer_core.compare import SUMMARY_METRICS, change_text
 
-    modes = document["modes"]
-    repeat = document["repeat"]
     summary = document["summary"]
+    modes = [mode for mode in document["modes"] if mode in summary]  # a stopped run: fewer
+    repeat = document["repeat"]
     title = "kbatch compare-modes" + (f" — median (min–max) of {repeat} rounds"
                                       if repeat > 1 else "")
     table = Table(title=title)
