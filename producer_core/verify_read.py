@@ -26,6 +26,9 @@ Offsets = dict[tuple[str, int], int]
 
 READ_TIMEOUT_S = 60.0
 """Longest a read-back may take; past it the report says read_complete: false."""
+END_PROBE_MS = 500
+"""How long an empty fetch beyond the listed end offsets must stay empty."""
+END_PROBE_LIMIT_S = 30.0
 QUIET_POLL_MS = 1000
 """An empty fetch this long after the expected count means the topic holds no more."""
 
@@ -38,8 +41,10 @@ def _consumer(bootstrap: str) -> AIOKafkaConsumer:
     )
 
 
-async def _end_offsets(consumer: AIOKafkaConsumer, topics: Mapping[str, int]) -> Offsets:
-    """End offset of every existing partition of `topics` (0 for partitions not there yet)."""
+async def _end_offsets(consumer: AIOKafkaConsumer, topics: Mapping[str, int]
+                       ) -> tuple[Offsets, list[TopicPartition]]:
+    """Listed end offset of every partition of `topics` (0 for partitions not there yet),
+    and the partitions that exist."""
     cluster = await consumer._client.fetch_all_metadata()  # all topics: never auto-creates
     tps = [TopicPartition(name, p) for name in topics
            for p in sorted(cluster.partitions_for_topic(name) or ())]
@@ -47,20 +52,52 @@ async def _end_offsets(consumer: AIOKafkaConsumer, topics: Mapping[str, int]) ->
     if tps:
         ends = await asyncio.wait_for(consumer.end_offsets(tps), 30)
         offsets.update({(tp.topic, tp.partition): int(end) for tp, end in ends.items()})
-    return offsets
+    return offsets, tps
+
+
+def _all_fetched(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> bool:
+    """Every partition has had a fetch response (its high watermark is known)."""
+    return all(consumer.highwater(tp) is not None for tp in tps)
+
+
+async def _past_listed_end(consumer: AIOKafkaConsumer, listed: Offsets,
+                           tps: list[TopicPartition]) -> Offsets:
+    """The true end offsets: fetch from the listed ones until a fetch comes back empty.
+
+    Tansu 0.x answers ListOffsets(latest) with the base offset of the partition's last
+    batch, not one past its last record; reading the few records beyond it finds the end.
+    On Kafka the listed end is exact and this costs one empty fetch.
+    """
+    ends = dict(listed)
+    if not tps:  # (assigning a partition that does not exist would auto-create its topic)
+        return ends
+    consumer.assign(tps)
+    for tp in tps:
+        consumer.seek(tp, listed[(tp.topic, tp.partition)])
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + END_PROBE_LIMIT_S
+    while loop.time() < deadline:
+        batch = await consumer.getmany(timeout_ms=END_PROBE_MS, max_records=100_000)
+        if not batch and _all_fetched(consumer, tps):
+            break
+        for tp, records in batch.items():
+            key = (tp.topic, tp.partition)
+            if records:
+                ends[key] = max(ends[key], records[-1].offset + 1)
+    return ends
 
 
 async def end_offsets_async(bootstrap: str, topics: Mapping[str, int]) -> Offsets:
     consumer = _consumer(bootstrap)
     await consumer.start()
     try:
-        return await _end_offsets(consumer, topics)
+        return await _past_listed_end(consumer, *await _end_offsets(consumer, topics))
     finally:
         await consumer.stop()
 
 
 def end_offsets(bootstrap: str, topics: Mapping[str, int]) -> Offsets:
-    """ListOffsets (latest) of each partition of `topics` (name -> partition count)."""
+    """One past the last record of each partition of `topics` (name -> partition count)."""
     try:
         return asyncio.run(end_offsets_async(bootstrap, topics))
     except Exception as exc:  # noqa: BLE001 - any client failure is one clear message
@@ -81,7 +118,7 @@ async def read_back_async(bootstrap: str, starts: Offsets, expected: int,
         consumer.assign(tps)
         for tp in tps:
             consumer.seek(tp, starts[(tp.topic, tp.partition)])
-        later = await _end_offsets(consumer, _partition_counts(starts))
+        later, _ = await _end_offsets(consumer, _partition_counts(starts))
         promised = sum(max(0, later[key] - starts[key]) for key in starts)
         target = max(expected, promised)
         loop = asyncio.get_running_loop()
@@ -91,7 +128,7 @@ async def read_back_async(bootstrap: str, starts: Offsets, expected: int,
         while loop.time() < deadline:
             wait_ms = QUIET_POLL_MS if total >= target else 500
             batch = await consumer.getmany(timeout_ms=wait_ms, max_records=100_000)
-            if not batch and total >= target:
+            if not batch and total >= target and _all_fetched(consumer, tps):
                 complete = True
                 break
             for tp, records in batch.items():
