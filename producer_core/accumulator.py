@@ -41,7 +41,7 @@ class ProducerBatch:
     __slots__ = (
         "slot", "builder", "ids", "intended", "created", "closed", "payload",
         "attempts", "drained_at", "first_drained_at", "record_bytes", "sequence", "epoch",
-        "maybe_written",
+        "producer_id", "maybe_written",
     )
 
     def __init__(self, slot: int, builder: DefaultRecordBatchBuilder, created: float) -> None:
@@ -58,8 +58,9 @@ class ProducerBatch:
         self.record_bytes = 0
         self.sequence = -1
         """Base sequence stamped into the batch (idempotence); -1 until its first send."""
+        self.producer_id = -1
         self.epoch = -1
-        """Producer epoch the sequence belongs to; a bumped epoch means re-stamping."""
+        """Producer id and epoch the sequence belongs to; a bumped epoch means re-stamping."""
         self.maybe_written = False
         """An earlier attempt ended without an answer (timeout, lost connection): the
         broker may hold these records, so a final failure is an unknown outcome."""
@@ -96,6 +97,7 @@ class ProducerBatch:
         struct.pack_into(">I", data, _CRC_OFFSET, crc)
         self.payload = bytes(data)
         self.sequence = sequence
+        self.producer_id = producer_id
         self.epoch = epoch
 
 

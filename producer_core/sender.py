@@ -274,7 +274,7 @@ class Sender:
 
     def _stamp(self, batch: ProducerBatch) -> None:
         state = self.id
-        if batch.sequence >= 0 and batch.epoch == state.epoch:
+        if batch.sequence >= 0 and self._current(batch):
             return  # a retry keeps its sequence: the broker de-duplicates it
         sequence = state.next_sequence.get(batch.slot, 0)
         state.next_sequence[batch.slot] = (sequence + batch.record_count) % SEQUENCE_LIMIT
@@ -401,10 +401,14 @@ class Sender:
         return Fail(batches, reason)
 
     def _settled(self, batch: ProducerBatch) -> None:
-        if batch.sequence >= 0 and batch.epoch == self.id.epoch:
+        if batch.sequence >= 0 and self._current(batch):
             unsettled = self.id.unsettled.get(batch.slot)
             if unsettled is not None:
                 unsettled.pop(batch.sequence, None)
+
+    def _current(self, batch: ProducerBatch) -> bool:
+        """Whether the batch's sequence belongs to the current producer id and epoch."""
+        return batch.epoch == self.id.epoch and batch.producer_id == self.id.producer_id
 
     def _need_bump(self) -> None:
         if self.config.idempotent:
