@@ -41,7 +41,7 @@ class ProducerBatch:
     __slots__ = (
         "slot", "builder", "ids", "intended", "created", "closed", "payload",
         "attempts", "drained_at", "first_drained_at", "record_bytes", "sequence", "epoch",
-        "producer_id", "maybe_written",
+        "producer_id", "maybe_written", "order",
     )
 
     def __init__(self, slot: int, builder: DefaultRecordBatchBuilder, created: float) -> None:
@@ -61,6 +61,9 @@ class ProducerBatch:
         self.producer_id = -1
         self.epoch = -1
         """Producer id and epoch the sequence belongs to; a bumped epoch means re-stamping."""
+        self.order = -1
+        """When the batch was first sent, among all batches (set by the sender): a retry
+        goes back behind the re-queued batches sent before it, so partition order holds."""
         self.maybe_written = False
         """An earlier attempt ended without an answer (timeout, lost connection): the
         broker may hold these records, so a final failure is an unknown outcome."""
@@ -120,6 +123,8 @@ class Accumulator:
         self.queued_bytes = 0
         self.queued_records = 0
         self.queued_batches = 0
+        self.held: set[int] = set()
+        """Slots whose head waits for retry.backoff.ms: not drainable until released."""
 
     def _new_batch(self, slot: int, now: float) -> ProducerBatch:
         builder = DefaultRecordBatchBuilder(2, self.compression, 0, -1, -1, -1, self.batch_size)
@@ -215,8 +220,15 @@ class Accumulator:
         return bool(self.queues[slot])
 
     def head(self, slot: int) -> ProducerBatch | None:
+        """The batch that would be drained next; None if none is, or the slot is held."""
         queue = self.queues[slot]
-        return queue[0] if queue else None
+        return queue[0] if queue and slot not in self.held else None
+
+    def hold(self, slot: int) -> None:
+        self.held.add(slot)
+
+    def release(self, slot: int) -> None:
+        self.held.discard(slot)
 
     def head_is_full(self, slot: int) -> bool:
         queue = self.queues[slot]
@@ -239,15 +251,14 @@ class Accumulator:
 
     def requeue_front(self, batch: ProducerBatch) -> None:
         """Put a batch back at the head of its queue for a retry, keeping partition order:
-        behind re-queued batches with a lower sequence (idempotence), before the rest."""
+        behind re-queued batches that were first sent before it, before everything else
+        (with idempotence that is sequence order)."""
         queue = self.queues[batch.slot]
         index = 0
-        if batch.sequence >= 0:
-            for queued in queue:
-                if not queued.closed or queued.payload is None or not (
-                        0 <= queued.sequence < batch.sequence):
-                    break
-                index += 1
+        for queued in queue:
+            if not 0 <= queued.order < batch.order:
+                break
+            index += 1
         queue.insert(index, batch)
         self.queued_records += batch.record_count
         self.queued_bytes += batch.record_bytes
@@ -258,6 +269,7 @@ class Accumulator:
         taken = [batch for queue in self.queues for batch in queue]
         for queue in self.queues:
             queue.clear()
+        self.held.clear()
         self.queued_records = self.queued_bytes = self.queued_batches = 0
         return taken
 

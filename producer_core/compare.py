@@ -8,6 +8,7 @@ falls on every mode alike. The summary is the median of each metric, with min an
 from __future__ import annotations
 
 import statistics
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -104,16 +105,23 @@ def compare(
     repeat: int = 1,
     on_start: Callable[[str, int], Callable[[Progress], None] | None] | None = None,
     run_one: Callable[..., Any] = run,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run every mode `repeat` times, interleaved; return the comparison document."""
+    """Run every mode `repeat` times, interleaved; return the comparison document.
+
+    Setting `stop` ends the current run early (its results say `complete: false`) and
+    starts no further run."""
     runs: list[dict[str, Any]] = []
+    extra = {"stop": stop} if stop is not None else {}
     for round_index in range(repeat):
         for mode_run in mode_runs:
+            if stop is not None and stop.is_set():
+                break
             suffix = f"-{mode_run.mode}-{round_index + 1}"
             progress = on_start(mode_run.mode, round_index) if on_start else None
             results = run_one(workload.with_topic_suffix(suffix),
                               mode_run.settings.with_topic_suffix(suffix),
-                              mode_run.mode, bootstrap, progress)
+                              mode_run.mode, bootstrap, progress, **extra)
             document = results.to_dict()
             document["round"] = round_index + 1
             runs.append(document)

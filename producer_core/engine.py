@@ -34,6 +34,7 @@ from producer_core.sender import (
     Action,
     CloseConnection,
     Fail,
+    Hold,
     InitProducerId,
     RefreshMetadata,
     Retry,
@@ -351,10 +352,12 @@ class Engine:
     def _on_response(self, request_id: int, broker: int, record: RequestRecord,
                      sent_at: float, task: asyncio.Future[Any]) -> None:
         self._wake()
-        if task.cancelled() or request_id not in self.sender.in_flight:
-            return  # the run is over, or the sender gave the request up already
+        if task.cancelled():
+            return  # the run is over
+        exc = task.exception()  # retrieved even when unused: asyncio would log it
+        if request_id not in self.sender.in_flight:
+            return  # the sender gave the request up already (timeout, closed connection)
         now = self.loop.time()
-        exc = task.exception()
         if exc is not None:
             self.policy.on_response(broker, now - sent_at, now, 0, True)
             self._apply(self.sender.on_request_failed(request_id, _reason(exc), now))
@@ -385,8 +388,12 @@ class Engine:
         for action in actions:
             if isinstance(action, Acknowledge):
                 self._acknowledge_all(action.broker, action.batches, now)
+            elif isinstance(action, Hold):
+                self.accumulator.hold(action.slot)
             elif isinstance(action, Retry):
                 self.accumulator.requeue_front(action.batch)
+                if action.release:
+                    self.accumulator.release(action.batch.slot)
                 self.policy.on_requeue(action.batch.slot, now)
                 self._wake()
             elif isinstance(action, Fail | Unknown | Written):

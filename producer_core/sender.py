@@ -77,10 +77,21 @@ class Written:
 
 
 @dataclass
+class Hold:
+    """A batch of the partition waits for retry.backoff.ms: drain nothing of it meanwhile
+    (as in Java, where the retried batch waits at the head of its deque)."""
+
+    slot: int
+
+
+@dataclass
 class Retry:
-    """Put the batch back in the accumulator (in sequence order) to be sent again now."""
+    """retry.backoff.ms is over: put the batch back at the head of its partition's queue
+    (in first-send order, which with idempotence is sequence order) to be sent again;
+    `release` when no other batch of the partition still waits."""
 
     batch: ProducerBatch
+    release: bool
 
 
 @dataclass
@@ -116,8 +127,8 @@ class InitProducerId:
     """Get a (new) producer id and epoch; answer with `Sender.on_producer_id`."""
 
 
-Action = Acknowledge | Written | Retry | Fail | Unknown | CloseConnection | RefreshMetadata | \
-    InitProducerId
+Action = Acknowledge | Written | Hold | Retry | Fail | Unknown | CloseConnection | \
+    RefreshMetadata | InitProducerId
 
 
 @dataclass(frozen=True)
@@ -177,8 +188,11 @@ class Sender:
         self.in_flight: dict[int, InFlight] = {}
         self.in_flight_by_broker: dict[int, int] = {}
         self._next_request_id = 0
+        self._next_order = 0
         self._retries: list[tuple[float, int, ProducerBatch]] = []  # (due, tiebreak, batch)
         self._retry_order = 0
+        self.waiting: dict[int, int] = {}
+        """slot -> batches of it waiting for retry.backoff.ms (the slot is held)."""
         self.id = IdempotenceState()
         self.bump_needed = False
         self.awaiting_producer_id = config.idempotent
@@ -258,6 +272,9 @@ class Sender:
             return None, actions
         by_topic: dict[str, list[tuple[int, bytes]]] = {}
         for batch in keep:
+            if batch.order < 0:
+                batch.order = self._next_order
+                self._next_order += 1
             if self.config.idempotent:
                 self._stamp(batch)
             else:
@@ -388,7 +405,18 @@ class Sender:
             return [self._final([batch], f"{reason} (delivery.timeout.ms)")]
         heapq.heappush(self._retries, (due, self._retry_order, batch))
         self._retry_order += 1
-        return []
+        waiting = self.waiting.get(batch.slot, 0)
+        self.waiting[batch.slot] = waiting + 1
+        return [] if waiting else [Hold(batch.slot)]
+
+    def _pop_retry(self) -> Retry:
+        batch = heapq.heappop(self._retries)[2]
+        left = self.waiting[batch.slot] - 1
+        if left:
+            self.waiting[batch.slot] = left
+        else:
+            del self.waiting[batch.slot]
+        return Retry(batch, release=not left)
 
     def _final(self, batches: list[ProducerBatch], reason: str) -> Fail | Unknown:
         """The end of these batches: unknown if any attempt may have been written."""
@@ -420,8 +448,8 @@ class Sender:
         actions: list[Action] = []
         if batch is not None:
             actions.append(self._final([batch], reason))
-        while self._retries:
-            actions.append(self._final([heapq.heappop(self._retries)[2]], reason))
+        while self._retries:  # back to their queues, to fail when drained
+            actions.append(self._pop_retry())
         return actions
 
     # -------------------------------------------------------------------- time
@@ -443,19 +471,19 @@ class Sender:
             elif now >= request.deadline:
                 actions.extend(self.on_request_failed(request.request_id, "request_timeout", now))
         while self._retries and self._retries[0][0] <= now:
-            actions.append(Retry(heapq.heappop(self._retries)[2]))
+            actions.append(self._pop_retry())
         if self.bump_needed and not self.in_flight and not self.awaiting_producer_id \
                 and self.fatal is None and not self.stopped:
-            # every retry goes back to the queue now, in order, to be re-stamped in order
+            # every retry goes back to its queue now, in order, to be re-stamped in order
             while self._retries:
-                actions.append(Retry(heapq.heappop(self._retries)[2]))
+                actions.append(self._pop_retry())
             self.awaiting_producer_id = True
             actions.append(InitProducerId())
         return actions
 
     def stop(self, reason: str = "interrupted") -> list[Action]:
-        """End now (a signal, after the grace): nothing more is sent; what is in flight
-        or waiting for a retry is settled with `reason` (unknown if it may be written)."""
+        """End now (a signal, after the grace): nothing more is sent; what is in flight or
+        waiting for a retry is settled with `reason` (unknown if it may be written)."""
         self.stopped = True
         actions: list[Action] = []
         for request_id in list(self.in_flight):
@@ -465,5 +493,6 @@ class Sender:
                 batch.maybe_written = True
             actions.append(self._final(request.batches, reason))
         while self._retries:
-            actions.append(self._final([heapq.heappop(self._retries)[2]], reason))
+            retry = self._pop_retry()
+            actions.append(self._final([retry.batch], reason))
         return actions

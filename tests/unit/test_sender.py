@@ -16,6 +16,7 @@ from producer_core.sender import (
     Acknowledge,
     CloseConnection,
     Fail,
+    Hold,
     InitProducerId,
     RefreshMetadata,
     Retry,
@@ -78,8 +79,12 @@ class World:
                 self._settle(action.batches, f"failed:{action.reason}")
             elif isinstance(action, Unknown):
                 self._settle(action.batches, f"unknown:{action.reason}")
+            elif isinstance(action, Hold):
+                self.acc.hold(action.slot)
             elif isinstance(action, Retry):
                 self.acc.requeue_front(action.batch)
+                if action.release:
+                    self.acc.release(action.batch.slot)
             elif isinstance(action, CloseConnection):
                 self.closed.append(action.broker)
             elif isinstance(action, RefreshMetadata):
@@ -153,12 +158,15 @@ def test_retriable_error_retries_after_backoff_with_the_same_sequence():
     assert not w.respond(w.send([a], 0.0), {0: NOT_ENOUGH_REPLICAS}, 0.1)
     assert w.outcome == {} and w.sender.pending == 1 and w.refreshes == 0
     assert w.sender.next_wakeup() == pytest.approx(0.2)
+    later = w.batch(0, now=0.12)
+    w.acc.requeue_front(later)  # a newer batch queued meanwhile must not overtake it
     w.poll(0.15)
-    assert w.acc.empty  # not yet: retry.backoff.ms
+    assert w.acc.head(0) is None  # held: retry.backoff.ms
     w.poll(0.2)
-    assert w.acc.head(0) is a
+    assert list(w.acc.queues[0]) == [a, later]
     w.respond(w.resend_queued(0, 0.2), {0: 0}, 0.3)
-    assert header(a)[2] == 0 and a.attempts == 2
+    w.respond(w.resend_queued(0, 0.3), {0: 0}, 0.4)
+    assert header(a)[2] == 0 and a.attempts == 2 and header(later)[2] == 3
     w.assert_every_message_settled()
 
 
@@ -337,7 +345,8 @@ def test_fencing_fails_everything_that_is_left(code):
     first = w.send([a], 0.0)
     w.respond(w.send([b], 0.0), {1: NOT_ENOUGH_REPLICAS}, 0.05)  # b waits for a retry
     w.respond(first, {0: code}, 0.1)
-    outgoing, actions = w.sender.build(1, [c], 0.2)
+    assert w.acc.head(1) is b  # back in its queue, released: it fails when drained
+    outgoing, actions = w.sender.build(1, [c, w.acc.pop_head(1, 0.2)], 0.2)
     w.apply(actions)
     assert outgoing is None
     assert all(v.startswith("failed:") and "another producer" in v for v in w.outcome.values())
@@ -356,6 +365,16 @@ def test_stop_settles_in_flight_as_unknown_and_retrying_by_what_may_be_written()
     w.assert_every_message_settled()
 
 
+def test_retries_without_idempotence_go_back_in_first_send_order():
+    w = World(idempotent=False, acks=1)
+    a, b, c = w.batch(0), w.batch(0), w.batch(0)
+    first, second, third = w.send([a], 0.0), w.send([b], 0.0), w.send([c], 0.0)
+    for request in (first, second, third):
+        w.respond(request, {0: NOT_LEADER_OR_FOLLOWER}, 0.1)
+    w.poll(0.2)
+    assert list(w.acc.queues[0]) == [a, b, c]
+
+
 def test_requeue_keeps_sequence_order_ahead_of_new_batches():
     acc = Accumulator(SLOTS, 1024)
     batches = []
@@ -365,6 +384,7 @@ def test_requeue_keeps_sequence_order_ahead_of_new_batches():
         batches.append(acc.pop_head(0, 0.0))
     for sequence, batch in enumerate(batches):
         batch.stamp(1, 0, sequence)
+        batch.order = sequence
     acc.append(0, 9, None, b"new", 0.0, 0.0, 0)
     acc.requeue_front(batches[2])
     acc.requeue_front(batches[0])
