@@ -191,6 +191,8 @@ class Sender:
         self._next_order = 0
         self._retries: list[tuple[float, int, ProducerBatch]] = []  # (due, tiebreak, batch)
         self._retry_order = 0
+        self.parked: list[ProducerBatch] = []
+        """Drained while a producer id was being fetched: sent once it is there."""
         self.waiting: dict[int, int] = {}
         """slot -> batches of it waiting for retry.backoff.ms (the slot is held)."""
         self.id = IdempotenceState()
@@ -206,10 +208,14 @@ class Sender:
         return not self.awaiting_producer_id and not self.stopped
 
     def free_slots(self, brokers: Iterable[int]) -> dict[int, int]:
-        """Requests each broker may still take (max.in.flight per connection)."""
-        if not self.ready:
+        """Requests each broker may still take (max.in.flight per connection). While a
+        producer id is fetched, batches are drained as usual but parked (see `build`), so
+        that delivery.timeout.ms still bounds them however long the broker takes."""
+        if self.stopped:
             return {}
         limit = self.config.max_in_flight
+        if self.awaiting_producer_id:
+            return dict.fromkeys(brokers, limit)
         free = {}
         for broker in brokers:
             room = limit - self.in_flight_by_broker.get(broker, 0)
@@ -220,7 +226,8 @@ class Sender:
     @property
     def pending(self) -> int:
         """Batches sent at least once whose outcome is not settled (in flight or retrying)."""
-        return sum(len(r.batches) for r in self.in_flight.values()) + len(self._retries)
+        return (sum(len(r.batches) for r in self.in_flight.values()) + len(self._retries)
+                + len(self.parked))
 
     def next_wakeup(self) -> float | None:
         """The next time `poll` has something to do: a request or delivery deadline, a retry."""
@@ -228,6 +235,8 @@ class Sender:
         times.extend(self._batch_deadline(b) for r in self.in_flight.values() for b in r.batches)
         if self._retries:
             times.append(self._retries[0][0])
+        if self.parked:
+            times.append(min(self._batch_deadline(b) for b in self.parked))
         return min(times) if times else None
 
     def _batch_deadline(self, batch: ProducerBatch) -> float:
@@ -243,7 +252,8 @@ class Sender:
         self.id.unsettled.clear()
         self.awaiting_producer_id = False
         self.bump_needed = False
-        return []
+        parked, self.parked = self.parked, []
+        return [Retry(batch, release=batch.slot not in self.waiting) for batch in parked]
 
     def on_producer_id_error(self, reason: str) -> list[Action]:
         """InitProducerId failed for good: nothing can be sent idempotently."""
@@ -268,6 +278,13 @@ class Sender:
                 keep.append(batch)
         for batch in expired:
             actions.append(self._final([batch], "delivery.timeout.ms"))
+        if keep and self.awaiting_producer_id:
+            for batch in keep:  # in drain order: they go back to their queues in this order
+                if batch.order < 0:
+                    batch.order = self._next_order
+                    self._next_order += 1
+            self.parked.extend(keep)
+            keep = []
         if not keep:
             return None, actions
         by_topic: dict[str, list[tuple[int, bytes]]] = {}
@@ -472,6 +489,11 @@ class Sender:
                 actions.extend(self.on_request_failed(request.request_id, "request_timeout", now))
         while self._retries and self._retries[0][0] <= now:
             actions.append(self._pop_retry())
+        if self.parked:
+            expired = [b for b in self.parked if now >= self._batch_deadline(b)]
+            if expired:
+                self.parked = [b for b in self.parked if now < self._batch_deadline(b)]
+                actions.extend(self._final([b], "delivery.timeout.ms") for b in expired)
         if self.bump_needed and not self.in_flight and not self.awaiting_producer_id \
                 and self.fatal is None and not self.stopped:
             # every retry goes back to its queue now, in order, to be re-stamped in order
@@ -495,4 +517,6 @@ class Sender:
         while self._retries:
             retry = self._pop_retry()
             actions.append(self._final([retry.batch], reason))
+        parked, self.parked = self.parked, []
+        actions.extend(self._final([batch], reason) for batch in parked)
         return actions

@@ -310,11 +310,30 @@ def test_out_of_order_of_the_first_unsettled_batch_bumps_the_epoch():
     w.respond(w.send([a], 0.0), {0: OUT_OF_ORDER_SEQUENCE_NUMBER}, 0.1)
     assert w.sender.pending == 1
     w.poll(0.1)
-    assert w.init_requests == 1 and w.sender.free_slots([1]) == {}
+    assert w.init_requests == 1 and not w.sender.ready
     assert w.acc.head(0) is a  # back in the queue at once, to be re-stamped in order
     w.apply(w.sender.on_producer_id(1000, 1))
     w.respond(w.resend_queued(0, 0.2), {0: 0}, 0.3)
     assert header(a) == (1000, 1, 0)
+    w.assert_every_message_settled()
+
+
+def test_batches_drained_while_the_producer_id_is_fetched_wait_bounded_by_delivery_timeout():
+    w = World(delivery_timeout_s=1.0)
+    a = w.batch(0)
+    w.respond(w.send([a], 0.0), {0: UNKNOWN_PRODUCER_ID}, 0.1)
+    w.poll(0.1)
+    assert w.init_requests == 1
+    b, c = w.acc.pop_head(0, 0.2), w.batch(1, now=0.5)
+    outgoing, _ = w.sender.build(1, [b, c], 0.6)
+    assert outgoing is None and w.sender.pending == 2  # parked, not sent
+    assert w.sender.next_wakeup() == pytest.approx(1.0)
+    w.poll(1.0)  # the broker never answers InitProducerId: a expires, never written
+    assert {w.outcome[i] for i in a.ids} == {"failed:delivery.timeout.ms"}
+    w.apply(w.sender.on_producer_id(1000, 1))
+    assert w.acc.head(1) is c  # back in its queue, to be sent under the new epoch
+    w.respond(w.resend_queued(1, 1.1), {1: 0}, 1.2)
+    assert header(c) == (1000, 1, 0)
     w.assert_every_message_settled()
 
 
