@@ -68,7 +68,7 @@ def summary_table(result: dict[str, Any]) -> Table:
         ("bytes per request (mean / max)",
          "{mean:,.0f} / {max:,.0f}".format(**result["bytes_per_request"])),
         ("messages intended / sent", f"{msgs['intended']:,} / {msgs['sent']:,}"),
-        ("acknowledged / failed", f"{msgs['acknowledged']:,} / {msgs['failed']:,}"),
+        _outcome_row(result),
         *([("discarded (reasons)", f"{msgs['discarded']:,} ({_reasons(msgs)})")]
           if msgs.get("discarded") else []),
         ("rate achieved (target)",
@@ -102,8 +102,18 @@ def summary_table(result: dict[str, Any]) -> Table:
                       f"{_ms(blocked['total_ms'])} / {_ms(blocked['max_ms'])} "
                       f"({blocked['episodes']:,})")
     if msgs["failed_reasons"]:
-        table.add_row("failure reasons", ", ".join(
+        table.add_row("failure reasons (not written)", ", ".join(
             f"{k}: {v:,}" for k, v in msgs["failed_reasons"].items()))
+    if msgs.get("unknown_reasons"):
+        table.add_row("unknown reasons (may be written)", ", ".join(
+            f"{k}: {v:,}" for k, v in msgs["unknown_reasons"].items()))
+    idempotence = result.get("idempotence") or {}
+    if idempotence.get("enabled") and "producer_id" in idempotence:
+        table.add_row("idempotence: producer id / epoch (bumps)",
+                      f"{idempotence['producer_id']} / {idempotence['producer_epoch']} "
+                      f"({idempotence.get('epoch_bumps', 0)})")
+    if result.get("complete") is False:
+        table.add_row("complete", "no: stopped before its end")
     return table
 
 
@@ -133,6 +143,17 @@ def verify_table(verify: dict[str, Any], label: str = "") -> Table:
         table.caption = ("the read-back stopped at its time limit: counts of missing "
                          "records may be too high")
     return table
+
+
+def _outcome_row(result: dict[str, Any]) -> tuple[str, str]:
+    """Every message's outcome; with acks=0 nothing is acknowledged, only sent."""
+    msgs = result["messages"]
+    unknown = msgs.get("unknown", 0)
+    if str(result.get("settings", {}).get("acks")) == "0":
+        return ("sent (acks=0) / failed / unknown",
+                f"{msgs.get('sent_unacknowledged', 0):,} / {msgs['failed']:,} / {unknown:,}")
+    return ("acknowledged / failed / unknown",
+            f"{msgs['acknowledged']:,} / {msgs['failed']:,} / {unknown:,}")
 
 
 def print_warnings(result: dict[str, Any]) -> None:

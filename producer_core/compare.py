@@ -109,11 +109,10 @@ def compare(
 ) -> dict[str, Any]:
     """Run every mode `repeat` times, interleaved; return the comparison document.
 
-    Once `stop` is set (a signal) the run under way ends early (the engine watches the
-    event), no further run starts, and the document says `complete: false`.
-    """
+    Setting `stop` ends the current run early (its results say `complete: false`) and
+    starts no further run."""
     runs: list[dict[str, Any]] = []
-    extra = {} if stop is None else {"stop": stop}
+    extra = {"stop": stop} if stop is not None else {}
     for round_index in range(repeat):
         for mode_run in mode_runs:
             if stop is not None and stop.is_set():

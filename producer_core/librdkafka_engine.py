@@ -42,7 +42,13 @@ from typing import Any
 import numpy as np
 
 from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
-from producer_core.engine import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
+from producer_core.engine import (
+    PROGRESS_INTERVAL_S,
+    START_LEAD_S,
+    STOP_GRACE_S,
+    Delivery,
+    Progress,
+)
 from producer_core.errors import ConfigError, UsageError
 from producer_core.generator import Generator
 from producer_core.memory import BlockedGenerator
@@ -55,7 +61,13 @@ STATS_INTERVAL_MS = 1000
 """librdkafka statistics interval; the run ends with one more interval after the last ack."""
 QUEUE_FULL_REASON = "max.block.ms (librdkafka queue full)"
 MESSAGE_MAX_BYTES = 1_000_000_000
-ALWAYS_PASSED = ("acks", "client.id")
+ALWAYS_PASSED = ("acks", "client.id", "enable.idempotence")
+"""Passed even at their defaults: kbatch's defaults (Java's) differ from librdkafka's."""
+
+UNKNOWN_ERRORS = frozenset({"_MSG_TIMED_OUT", "_PURGE_INFLIGHT"})
+"""Delivery-report errors after which the message may have been written: librdkafka's
+Python binding does not expose the message's persistence status, so a timed-out message
+(which may have been in flight) and one purged in flight count as unknown, not failed."""
 
 _log = logging.getLogger("kbatch.librdkafka")
 _log.addHandler(logging.NullHandler())
@@ -192,6 +204,7 @@ class LibrdkafkaRun:
         self._rtt_max = 0.0
         self._errors: Counter[str] = Counter()
         self.config, self.used_settings = librdkafka_config(settings)
+        self.metrics.idempotence = {"enabled": settings.idempotent}
 
     # ----------------------------------------------------------------- setup
     def _producer(self) -> Any:
@@ -223,8 +236,17 @@ class LibrdkafkaRun:
         now = self.clock()
         self._last_delivery = now
         if err is not None:
-            self.metrics.fail(1, err.name())
-            self.topic_of[slot].failed += 1
+            reason = err.name()
+            if self.stop.is_set() and reason in ("_PURGE_QUEUE", "_PURGE_INFLIGHT"):
+                reason, unknown = "interrupted", reason == "_PURGE_INFLIGHT"
+            else:
+                unknown = reason in UNKNOWN_ERRORS
+            if unknown:
+                self.metrics.unknown(1, reason)
+                self.topic_of[slot].unknown += 1
+            else:
+                self.metrics.fail(1, reason)
+                self.topic_of[slot].failed += 1
             return
         self.metrics.messages_acked += 1
         self.topic_of[slot].acknowledged += 1
@@ -282,9 +304,14 @@ class LibrdkafkaRun:
             end = self._drain(producer)
             self._final_stats(producer)
         finally:
-            if self.stop.is_set():
+            if self.stop.is_set():  # stopped: a short grace for what is in flight, then purge
+                self.metrics.complete = False
+                producer.flush(min(STOP_GRACE_S, self.settings.request_timeout_s))
                 producer.purge()
                 producer.poll(0)
+                producer.flush(0)
+                self._collect()
+                end = self.clock()
             producer.close()
         return self._results(end)
 
@@ -430,10 +457,13 @@ async def run_async(
     bootstrap: str,
     on_progress: Callable[[Progress], None] | None = None,
     deliveries: list[Delivery] | None = None,
+    stop: threading.Event | None = None,
 ) -> Results:
     """Run one workload through librdkafka; the same call and Results as the engine's."""
     _check_message_fits(workload.topic_specs(), settings)
     runner = LibrdkafkaRun(workload, settings, bootstrap, on_progress, deliveries)
+    if stop is not None:
+        runner.stop = stop
     cluster = Cluster(bootstrap, settings["client.id"], settings.request_timeout_s)
     try:
         await cluster.connect()

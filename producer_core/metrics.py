@@ -67,6 +67,8 @@ class TopicMetrics:
     generated: int = 0
     acknowledged: int = 0
     failed: int = 0
+    unknown: int = 0
+    sent_unacknowledged: int = 0
     discarded: int = 0
     discard_reasons: Counter[str] = field(default_factory=Counter)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -79,7 +81,8 @@ class TopicMetrics:
             "msgs_per_req": round(self.records_sent / self.requests, 3) if self.requests else 0.0,
             "messages": {
                 "sent": self.generated, "acknowledged": self.acknowledged,
-                "failed": self.failed, "discarded": self.discarded,
+                "failed": self.failed, "unknown": self.unknown,
+                "sent_unacknowledged": self.sent_unacknowledged, "discarded": self.discarded,
                 "discard_reasons": dict(self.discard_reasons),
             },
             "achieved_msgs_per_s": round(self.acknowledged / duration_s, 1) if duration_s else 0.0,
@@ -116,6 +119,24 @@ class RunMetrics:
     """Per-topic figures, filled by the engine (in workload order)."""
     messages_discarded: int = 0
     discard_reasons: Counter[str] = field(default_factory=Counter)
+    messages_unknown: int = 0
+    """Timed out (or cut off) after they may have been written: outcome unknown."""
+    unknown_reasons: Counter[str] = field(default_factory=Counter)
+    messages_sent_unacknowledged: int = 0
+    """acks=0: written to the wire, no acknowledgement asked for."""
+    complete: bool = True
+    """False when the run was stopped before its end (a signal)."""
+    idempotence: dict[str, Any] = field(default_factory=lambda: {"enabled": False})
+    """enabled, producer_id, producer_epoch, epoch_bumps (results JSON `idempotence`)."""
+
+    def settled(self) -> int:
+        """Messages with an outcome: every generated message ends in exactly one of these."""
+        return (self.messages_acked + self.messages_failed + self.messages_unknown
+                + self.messages_sent_unacknowledged + self.messages_discarded)
+
+    def unknown(self, count: int, reason: str) -> None:
+        self.messages_unknown += count
+        self.unknown_reasons[reason] += count
 
     def discard(self, topic: str, count: int, reason: str) -> None:
         """Messages a mode chose not to send (Bruce's rate limit): counted, never lost."""
@@ -211,6 +232,9 @@ class Results:
                 "acknowledged": m.messages_acked,
                 "failed": m.messages_failed,
                 "failed_reasons": dict(m.failed_reasons),
+                "unknown": m.messages_unknown,
+                "unknown_reasons": dict(m.unknown_reasons),
+                "sent_unacknowledged": m.messages_sent_unacknowledged,
                 "discarded": m.messages_discarded,
                 "discard_reasons": dict(m.discard_reasons),
             },
@@ -238,6 +262,8 @@ class Results:
                 "batch_linger_us": m.batch_linger.encode(),
             },
             "topics": {name: t.to_dict(self.duration_s) for name, t in m.topics.items()},
+            "complete": m.complete,
+            "idempotence": dict(m.idempotence),
             "warnings": self.warnings,
             **self.extra.get("json", {}),
         }

@@ -41,9 +41,9 @@ from producer_core.metrics import (
 HISTOGRAMS = ("latency", "generator_lag", "linger", "rtt", "batch_linger")
 COUNTERS = ("retried_requests", "records_sent", "bytes_sent", "messages_generated",
             "messages_acked", "messages_failed", "blocked_s", "blocked_episodes",
-            "messages_discarded")
+            "messages_discarded", "messages_unknown", "messages_sent_unacknowledged")
 TOPIC_COUNTERS = ("requests", "records_sent", "bytes_sent", "generated", "acknowledged",
-                  "failed", "discarded")
+                  "failed", "discarded", "unknown", "sent_unacknowledged")
 _SUMMARY_KEY = re.compile(r"(?:^|_)(mean|max|min|p\d+)(?:_|$)")
 _SUMMARY_DICT_KEY = re.compile(r"(?:mean|max|min|p\d+)(?:_ms|_s|_us)?")
 _CONSTANT_KEYS = {"config", "version", "statistics_interval_ms"}
@@ -68,6 +68,9 @@ def to_payload(results: Results) -> dict[str, Any]:
         "counters": {name: getattr(m, name) for name in COUNTERS},
         "blocked_max_s": m.blocked_max_s,
         "failed_reasons": dict(m.failed_reasons),
+        "unknown_reasons": dict(m.unknown_reasons),
+        "complete": m.complete,
+        "idempotence": dict(m.idempotence),
         "discard_reasons": dict(m.discard_reasons),
         "requests_by_broker": dict(m.requests_by_broker),
         "histograms": {name: getattr(m, name).encode() for name in HISTOGRAMS},
@@ -88,6 +91,9 @@ def from_payload(payload: dict[str, Any]) -> Results:
         setattr(m, name, value)
     m.blocked_max_s = payload["blocked_max_s"]
     m.failed_reasons.update(payload["failed_reasons"])
+    m.unknown_reasons.update(payload["unknown_reasons"])
+    m.complete = payload["complete"]
+    m.idempotence = dict(payload["idempotence"])
     m.discard_reasons.update(payload["discard_reasons"])
     m.requests_by_broker.update({int(k): v for k, v in payload["requests_by_broker"].items()})
     for name, blob in payload["histograms"].items():
@@ -121,6 +127,10 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
     if not shares:
         raise ValueError("nothing to merge")
     m = RunMetrics()
+    # each share is its own producer: its id differs; whether idempotence was on does not
+    m.idempotence = {"enabled": shares[0].metrics.idempotence.get("enabled", False),
+                     "epoch_bumps": sum(s.metrics.idempotence.get("epoch_bumps", 0)
+                                        for s in shares)}
     for share in shares:
         s = share.metrics
         m.requests.extend(s.requests)
@@ -129,6 +139,8 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
             setattr(m, name, getattr(m, name) + getattr(s, name))
         m.blocked_max_s = max(m.blocked_max_s, s.blocked_max_s)
         m.failed_reasons.update(s.failed_reasons)
+        m.unknown_reasons.update(s.unknown_reasons)
+        m.complete = m.complete and s.complete
         m.discard_reasons.update(s.discard_reasons)
         for name in HISTOGRAMS:
             getattr(m, name).merge(getattr(s, name))

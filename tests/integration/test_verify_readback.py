@@ -87,8 +87,12 @@ def test_injected_duplicate_and_reorder_are_reported(tansu_broker) -> None:
     assert verify["problems"] == ["1 acknowledged messages missing"]
 
 
-def test_cli_verify_reports_a_duplicate_in_json_and_exit_code(tansu_broker, tmp_path,
-                                                              monkeypatch) -> None:
+@pytest.mark.parametrize("settings,idempotence,code", [
+    ((), True, 4),  # the default: idempotence on, so a duplicate is a problem
+    (("-X", "enable.idempotence=false", "-X", "acks=1"), False, 0),  # counted, shown, no fail
+])
+def test_cli_verify_reports_a_duplicate_in_json_and_exit_code(
+        tansu_broker, tmp_path, monkeypatch, settings, idempotence, code) -> None:
     """The whole `produce --verify` path, with a duplicate slipped in after the run."""
     real_run = engine_module.run
 
@@ -103,19 +107,19 @@ def test_cli_verify_reports_a_duplicate_in_json_and_exit_code(tansu_broker, tmp_
     monkeypatch.setattr(engine_module, "run", run_then_duplicate)
     out = tmp_path / "run.json"
     result = CliRunner().invoke(cli, [
-        "produce", "--bootstrap-servers", tansu_broker.bootstrap, "--topic", "verify-cli",
+        "produce", "--bootstrap-servers", tansu_broker.bootstrap, *settings,
+        "--topic", f"verify-cli-{code}",
         "--partitions", "2", "--messages", "400", "--rate", "2000", "--verify",
         "--json", str(out), "--no-progress"])
     document = json.loads(out.read_text())
     verify = document["verify"]
     assert verify["duplicated"] == 1 and verify["missing"] == 0
     assert verify["present"] == document["messages"]["acknowledged"] == 400
-    assert "duplicated" in result.output and "verify-cli" in result.output
-    if verify["idempotence"]:
-        assert result.exit_code == 4, result.output
+    assert "duplicated" in result.output and f"verify-cli-{code}" in result.output
+    assert verify["idempotence"] is idempotence
+    assert result.exit_code == code, result.output
+    if idempotence:
         assert "1 duplicate records with idempotence on" in result.output
-    else:  # duplicates without idempotence are counted and shown, not a failure
-        assert result.exit_code == 0, result.output
 
 
 def test_verify_refuses_values_too_short_for_an_id() -> None:
