@@ -29,6 +29,9 @@ READ_TIMEOUT_S = 60.0
 END_PROBE_MS = 500
 """How long an empty fetch beyond the listed end offsets must stay empty."""
 END_PROBE_LIMIT_S = 30.0
+STALL_S = 3.0
+"""Fewer records than acknowledged, caught up with the high watermarks, nothing new this
+long: the broker holds no more (it lost some); the read is complete."""
 QUIET_POLL_MS = 1000
 """An empty fetch this long after the expected count means the topic holds no more."""
 
@@ -39,6 +42,17 @@ def _consumer(bootstrap: str) -> AIOKafkaConsumer:
         auto_offset_reset="earliest", fetch_max_bytes=16 * 1024 * 1024,
         max_partition_fetch_bytes=4 * 1024 * 1024, request_timeout_ms=10_000,
     )
+
+
+async def _stop(consumer: AIOKafkaConsumer) -> None:
+    """Stop a consumer; aiokafka 0.14 re-raises the CancelledError of its own fetch task
+    when one was backing off after an error (a restarted broker), which is not ours."""
+    try:
+        await consumer.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
 
 
 async def _end_offsets(consumer: AIOKafkaConsumer, topics: Mapping[str, int]
@@ -89,11 +103,11 @@ async def _past_listed_end(consumer: AIOKafkaConsumer, listed: Offsets,
 
 async def end_offsets_async(bootstrap: str, topics: Mapping[str, int]) -> Offsets:
     consumer = _consumer(bootstrap)
-    await consumer.start()
     try:
+        await consumer.start()
         return await _past_listed_end(consumer, *await _end_offsets(consumer, topics))
     finally:
-        await consumer.stop()
+        await _stop(consumer)
 
 
 def end_offsets(bootstrap: str, topics: Mapping[str, int]) -> Offsets:
@@ -108,14 +122,17 @@ def end_offsets(bootstrap: str, topics: Mapping[str, int]) -> Offsets:
 async def read_back_async(bootstrap: str, starts: Offsets, expected: int,
                           timeout_s: float = READ_TIMEOUT_S
                           ) -> tuple[dict[tuple[str, int], list[int]], bool]:
-    """Message ids per partition, in offset order, from `starts`; and whether the read
-    reached the expected count and then an empty fetch before `timeout_s`."""
+    """Message ids per partition, in offset order, from `starts`; and whether the read is
+    complete: it reached the expected count and then an empty fetch, or (acknowledged
+    records lost) it caught up with every partition's high watermark and stayed quiet
+    for STALL_S; else `timeout_s` ended it."""
     consumer = _consumer(bootstrap)
-    await consumer.start()
     found: dict[tuple[str, int], list[int]] = {key: [] for key in starts}
     try:
+        await consumer.start()
         tps = [TopicPartition(topic, p) for topic, p in starts]
         consumer.assign(tps)
+        position = dict(starts)
         for tp in tps:
             consumer.seek(tp, starts[(tp.topic, tp.partition)])
         later, _ = await _end_offsets(consumer, _partition_counts(starts))
@@ -123,20 +140,28 @@ async def read_back_async(bootstrap: str, starts: Offsets, expected: int,
         target = max(expected, promised)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
+        last_data = loop.time()
         total = 0
         complete = False
         while loop.time() < deadline:
             wait_ms = QUIET_POLL_MS if total >= target else 500
             batch = await consumer.getmany(timeout_ms=wait_ms, max_records=100_000)
-            if not batch and total >= target and _all_fetched(consumer, tps):
-                complete = True
-                break
+            if not batch and _all_fetched(consumer, tps):
+                caught_up = all(position[(tp.topic, tp.partition)] >= consumer.highwater(tp)
+                                for tp in tps)
+                if total >= target or (caught_up and loop.time() - last_data >= STALL_S):
+                    complete = True
+                    break
             for tp, records in batch.items():
-                ids = found[(tp.topic, tp.partition)]
-                ids.extend(message_id_of(r.value) for r in records if r.value is not None)
+                if not records:
+                    continue
+                key = (tp.topic, tp.partition)
+                found[key].extend(message_id_of(r.value) for r in records if r.value is not None)
+                position[key] = records[-1].offset + 1
                 total += len(records)
+                last_data = loop.time()
     finally:
-        await consumer.stop()
+        await _stop(consumer)
     return found, complete
 
 
