@@ -16,11 +16,11 @@ from producer_core.errors import KbatchError, UsageError
 
 EPILOG = (
     "Columns for --group-by and --where: run, results, mode, round, kind, started_at, date, "
-    "kbatch_version, broker, broker_version, bootstrap_servers, hostname, runner, workers, "
-    "topic_partitions, target_msgs_per_s, duration_s; --where also settings['linger.ms'] "
-    "(strings); --group-by also node (broker node id), reason, attempt. Example: kbatch "
-    "analyze results/ --group-by mode,date --where \"mode != 'none' AND date >= "
-    "'2025-06-01'\""
+    "kbatch_version, broker, broker_implementation, broker_version, bootstrap_servers, "
+    "hostname, runner, workers, topic_partitions, target_msgs_per_s, duration_s; --where "
+    "also settings['linger.ms'] (strings); --group-by also node (broker node id), reason, "
+    "attempt. Example: kbatch analyze results/ --group-by mode,date --where "
+    "\"mode != 'none' AND date >= '2025-06-01'\""
 )
 
 

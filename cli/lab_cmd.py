@@ -11,9 +11,11 @@ from typing import Any
 import click
 
 from cli.errors import friendly_errors
+from cli.options import broker_options
 from cli.render import console
-from producer_core.errors import BrokerError
-from producer_core.lab import MAX_BROKERS, Lab
+from producer_core.brokers import validate_broker_choice
+from producer_core.errors import BrokerError, UsageError
+from producer_core.lab import MAX_BROKERS, DelayModel, Lab
 from producer_core.lab.state import (
     process_alive,
     read_state,
@@ -40,7 +42,8 @@ def lab() -> None:
     its own loopback port, partition leadership round-robin), holding every response back
     to emulate the round trip. It prints the bootstrap servers and runs until
     `kbatch lab down` or Ctrl-C. `kbatch produce` and `compare-modes` take the same
-    `--brokers N --rtt-ms R` to run on a lab of their own.
+    `--brokers N --rtt-ms R` to run on a lab of their own. `--broker kafka` makes the lab
+    real Apache Kafka instead (1 or 3 KRaft nodes, a delay relay in front of each).
     """
 
 
@@ -52,10 +55,22 @@ def lab() -> None:
 @click.option("--jitter-ms", type=float, default=0.0, show_default=True,
               help="Jitter: each response's delay is uniform in [rtt - jitter, rtt + jitter].")
 @click.option("--base-port", type=int, default=None,
-              help="Node k listens on BASE_PORT + k - 1. Default: free ports the OS picks.")
+              help="Node k listens on BASE_PORT + k - 1. Default: free ports the OS picks. "
+                   "Tansu only.")
+@broker_options
 @friendly_errors
-def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None) -> None:
-    """Start a lab in the foreground; print its bootstrap servers on stdout."""
+def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, broker: str,
+       kafka_home: str | None) -> None:
+    """Start a lab in the foreground; print its bootstrap servers on stdout.
+
+    With --broker kafka the lab is real Apache Kafka: --brokers 1 or 3 KRaft nodes on their
+    own ports (no facade: the nodes lead their own partitions), and a delay goes through a
+    relay in front of each node.
+    """
+    validate_broker_choice(broker, None, brokers, kafka_home)
+    if broker == "kafka" and base_port is not None:
+        raise UsageError("--base-port applies to the Tansu lab; with --broker kafka every "
+                         "node gets free ports the OS picks.")
     existing = read_state()
     if existing is not None and process_alive(existing["pid"], UP_MARKER):
         raise BrokerError(
@@ -64,6 +79,9 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None) -> 
         )
     previous = {sig: signal.signal(sig, _raise_stop) for sig in _STOP_SIGNALS}
     try:
+        if broker == "kafka":
+            _run_kafka_lab(brokers, rtt_ms, jitter_ms, kafka_home)
+            return
         with Lab(brokers, rtt_ms, jitter_ms, base_port=base_port, facade="thread") as running:
             write_state(_state_document(running))
             click.echo(running.bootstrap)
@@ -81,6 +99,34 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None) -> 
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         remove_state(os.getpid())
+
+
+def _run_kafka_lab(brokers: int, rtt_ms: float, jitter_ms: float,
+                   kafka_home: str | None) -> None:
+    """`lab up --broker kafka`: Apache Kafka nodes, until `lab down`, Ctrl-C or a node exits."""
+    from producer_core.brokers.kafka_target import kafka_target
+
+    with kafka_target(brokers, rtt_ms, jitter_ms, kafka_home) as cluster:
+        delay = DelayModel(rtt_ms, jitter_ms)
+        write_state({
+            "pid": os.getpid(), "bootstrap": cluster.bootstrap, "brokers": brokers,
+            "broker": "kafka", "rtt_ms": rtt_ms, "jitter_ms": jitter_ms,
+            "nodes": [{"node_id": i, "host": cluster.host, "port": cluster.port(i)}
+                      for i in cluster.node_ids],
+            "backend_pids": cluster.pids, "backend_marker": "kafka.Kafka",
+            "started_at": time.time(),
+        })
+        click.echo(cluster.bootstrap)
+        for node_id, pid in cluster.node_pids.items():
+            address = cluster.bootstrap.split(",")[node_id - 1]
+            console.print(f"node {node_id}: {address}  (Kafka pid {pid}, port "
+                          f"{cluster.port(node_id)})")
+        console.print(f"Running {cluster.description} ({delay.describe()}), started in "
+                      f"{cluster.start_time_s:.1f} s.\nStop it with `kbatch lab down` or Ctrl-C.")
+        # Kafka's own shutdown of a node it did not ask for is an error, like a Tansu exit.
+        while cluster.running:
+            time.sleep(0.2)
+        raise BrokerError("A Kafka node exited unexpectedly, so the lab was stopped.")
 
 
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
@@ -134,10 +180,11 @@ def _kill_backends(document: dict[str, Any]) -> None:
     """Last resort: a backend that survived its lab (it should not) is killed by pid."""
     deadline = time.monotonic() + 2.0
     pids = [int(p) for p in document.get("backend_pids", [])]
-    while any(process_alive(p, "tansu") for p in pids) and time.monotonic() < deadline:
+    marker = document.get("backend_marker", "tansu")
+    while any(process_alive(p, marker) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     for backend_pid in pids:
-        if process_alive(backend_pid, "tansu"):
+        if process_alive(backend_pid, marker):
             os.kill(backend_pid, signal.SIGKILL)
 
 
@@ -149,5 +196,6 @@ def status() -> None:
     if document is None or not process_alive(int(document["pid"]), UP_MARKER):
         raise BrokerError("No lab is running. Start one with `kbatch lab up`.")
     click.echo(document["bootstrap"])
-    console.print(f"pid {document['pid']}, {document['brokers']} brokers, round trip "
+    kind = "Apache Kafka" if document.get("broker") == "kafka" else "Tansu"
+    console.print(f"pid {document['pid']}, {document['brokers']} {kind} brokers, round trip "
                   f"{document['rtt_ms']:g} ms ± {document['jitter_ms']:g} ms.")

@@ -36,7 +36,7 @@ from cli.render import (
 from cli.report_cmd import report
 from cli.spark_opts import Runner, runner_from_flags, runner_options
 from cli.stopping import StopOnSignal, accepts_stop
-from producer_core.brokers import broker_target
+from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, parse_assignment, settings_help
 from producer_core.errors import UsageError
@@ -112,6 +112,12 @@ def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: 
         sys.exit(code)
 
 
+def announce_start(target: BrokerTarget) -> None:
+    """Say how long starting the broker took (it is most of a short run's wall time)."""
+    if target.started_in_s is not None:
+        console.print(f"Started {target.description} in {target.started_in_s:.1f} s.")
+
+
 def write_json(path: Path, payload: Any) -> None:
     """Write results atomically, so a CI job never reads half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -162,6 +168,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     check_verify(verify, runner, workload)
     with StopOnSignal() as stopper:
         with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
+            announce_start(target)
             console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                           f"mode {mode}{runner.description}.")
             run, stop = engine_call(engine_run, verify, stopper)
@@ -174,7 +181,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
         payload = results.to_dict()
         if stopper.signum is not None:
             payload["complete"] = False
-        add_facts(payload, target.embedded)
+        add_facts(payload, target.embedded, implementation=target.implementation,
+                  version=target.version)
         out.print(summary_table(payload))
         if len(payload.get("topics", {})) > 1:
             out.print(topics_table(payload))
@@ -254,6 +262,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     with stopper, broker_target(bootstrap_servers, **shape) as target, \
             runner.open() as engine_run, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        announce_start(target)
         console.print(f"Comparing {', '.join(modes)} on {target.description}"
                       f"{runner.description}.")
         run, stop = engine_call(engine_run, verify, stopper)
@@ -265,7 +274,8 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     with stopper:  # a signal while writing the results: stop at once (the broker is down)
         if stopper.signum is not None:
             document["complete"] = False
-        add_facts(document, target.embedded, target.description)
+        add_facts(document, target.embedded, target.description,
+                  implementation=target.implementation, version=target.version)
         out.print(comparison_table(document))
         for run_document in document["runs"]:
             if "verify" in run_document:

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from producer_core.brokers import BROKERS
+from producer_core.brokers.kafka_dist import KAFKA_VERSION
 from producer_core.config import ProducerSettings, build_settings, parse_assignment
 from producer_core.errors import UsageError
 from producer_core.workload import Workload
@@ -125,24 +127,47 @@ def settings_from_flags(overrides: tuple[str, ...], mode: str) -> ProducerSettin
     return build_settings([parse_assignment(text) for text in overrides], mode=mode)
 
 
-LAB_FLAGS = ("brokers", "rtt_ms", "jitter_ms")
+LAB_FLAGS = ("brokers", "rtt_ms", "jitter_ms", "broker", "kafka_home")
+
+BROKER_HELP = ("Broker to start for the run when no --bootstrap-servers is given: 'tansu' = the "
+               "embedded Tansu broker (no set-up); 'kafka' = real Apache Kafka "
+               f"{KAFKA_VERSION} (KRaft) on 127.0.0.1, from --kafka-home / KAFKA_HOME or "
+               "fetched once with Maven; needs Java 17+. See README 'Real Apache Kafka'.")
+KAFKA_HOME_HELP = ("An unpacked Apache Kafka distribution to run with --broker kafka (default: "
+                   "$KAFKA_HOME, else jars fetched with Maven into ~/.cache/kbatch).")
+
+
+def broker_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--broker tansu|kafka --kafka-home DIR`: which broker kbatch starts itself."""
+    options = [
+        click.option("--broker", type=click.Choice(BROKERS), default="tansu",
+                     show_default=True, help=BROKER_HELP),
+        click.option("--kafka-home", type=click.Path(file_okay=False), default=None,
+                     help=KAFKA_HOME_HELP),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
 
 def lab_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`--brokers N --rtt-ms R --jitter-ms J`: run on an embedded lab of that shape."""
+    """`--brokers N --rtt-ms R --jitter-ms J --broker B`: run on a started cluster of that
+    shape."""
     options = [
         click.option("--brokers", type=int, default=1, show_default=True,
-                     help="Embedded brokers: N > 1 starts a lab of N Tansu brokers presented "
-                          "as one N-node cluster (see `kbatch lab --help`)."),
+                     help="Brokers to start: with Tansu, N > 1 starts a lab of N Tansu brokers "
+                          "presented as one N-node cluster (see `kbatch lab --help`); with "
+                          "--broker kafka, 1 or 3 Kafka nodes (3: a real cluster)."),
         click.option("--rtt-ms", type=float, default=0.0, show_default=True,
-                     help="Round trip the embedded lab adds to every response, in ms."),
+                     help="Round trip added to every response, in ms (Tansu: by the lab "
+                          "facade; Kafka: by a relay in front of each broker)."),
         click.option("--jitter-ms", type=float, default=0.0, show_default=True,
                      help="Jitter of that round trip: each response's delay is uniform in "
                           "[rtt - jitter, rtt + jitter] ms."),
     ]
     for option in reversed(options):
         func = option(func)
-    return func
+    return broker_options(func)
 
 
 def lab_shape(flags: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,7 @@ METADATA_COLUMNS: dict[str, str] = {
     "date": "date",
     "kbatch_version": "string",
     "broker": "string",          # the run's broker, without an embedded broker's port
+    "broker_implementation": "string",  # tansu | kafka | external
     "broker_version": "string",
     "bootstrap_servers": "string",
     "hostname": "string",
@@ -177,6 +178,8 @@ def _metadata(name: str, file: Path, document: dict[str, Any], run: dict[str, An
         "date": started.date() if started else None,
         "kbatch_version": run.get("kbatch_version") or document.get("kbatch_version"),
         "broker": broker_name(run.get("broker") or document.get("broker")),
+        "broker_implementation": (run.get("broker_implementation")
+                                  or document.get("broker_implementation")),
         "broker_version": run.get("broker_version") or document.get("broker_version"),
         "bootstrap_servers": run.get("bootstrap_servers"),
         "hostname": host.get("hostname"),

@@ -137,11 +137,17 @@ def broker_version(embedded: bool) -> str:
         return "unknown"
 
 
-def add_facts(document: dict[str, Any], embedded: bool, broker: str | None = None) -> None:
-    """Add kbatch/broker versions and host facts to a run or comparison document."""
+def add_facts(document: dict[str, Any], embedded: bool, broker: str | None = None, *,
+              implementation: str | None = None, version: str | None = None) -> None:
+    """Add kbatch/broker versions and host facts to a run or comparison document.
+
+    ``implementation`` (tansu, kafka, external) and ``version`` come from what kbatch started
+    (``BrokerTarget``); without them the broker is Tansu when embedded, else external.
+    """
     facts = {
         "kbatch_version": kbatch_version(),
-        "broker_version": broker_version(embedded),
+        "broker_implementation": implementation or ("tansu" if embedded else "external"),
+        "broker_version": version or broker_version(embedded),
         "host": host_facts(),
     }
     document.update(facts)

@@ -1,4 +1,5 @@
-"""Shared fixtures: an embedded Tansu broker, and one behind a request-counting proxy."""
+"""Shared fixtures: an embedded Tansu broker, one behind a request-counting proxy, and the
+session's Apache Kafka cluster (``tests.kafka_fixtures``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from producer_core.brokers.embedded import EmbeddedBroker
 from tests.docker_kafka import docker_kafka  # noqa: F401 - fixture, KBATCH_TEST_BROKER=docker
+from tests.kafka_fixtures import broker_bootstrap, kafka_cluster  # noqa: F401 - fixtures
 from tests.wire_proxy import CountingProxy
 
 

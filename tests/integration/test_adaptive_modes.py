@@ -1,5 +1,5 @@
-"""Modes adaptive and aimd against the embedded broker: every message delivered once,
-and adaptive sends at once when the load is low."""
+"""Modes adaptive and aimd against real brokers (Tansu and Apache Kafka): every message
+delivered once; and adaptive sends at once when the load is low (on Tansu)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from producer_core.results_io import validate_document
 from producer_core.workload import Workload
 from tests.integration.test_engine_against_broker import produce
+from tests.kafka_fixtures import fresh_topic
 from tests.readback import read_all
 
 pytestmark = pytest.mark.broker
@@ -21,11 +22,12 @@ pytestmark = pytest.mark.broker
     ("aimd", {}),
     ("aimd", {"aimd.target.p99.ms": "20", "aimd.target.interval.ms": "100"}),
 ])
-def test_every_message_is_delivered_once_where_reported(tansu_broker, mode, settings):
-    topic = f"{mode}-{len(settings)}"
+def test_every_message_is_delivered_once_where_reported(broker_bootstrap, mode, settings):
+    bootstrap = broker_bootstrap.bootstrap
+    topic = fresh_topic(f"{mode}-{len(settings)}")
     workload = Workload(topic=topic, partitions=16, rate=3000, messages=4500,
                         duration_s=None, keys=100)
-    results, deliveries = produce(tansu_broker.bootstrap, mode, workload, **settings)
+    results, deliveries = produce(bootstrap, mode, workload, **settings)
     assert results.metrics.messages_acked == 4500 and results.metrics.messages_failed == 0
     document = results.to_dict()
     validate_document(document)
@@ -39,7 +41,7 @@ def test_every_message_is_delivered_once_where_reported(tansu_broker, mode, sett
         tickets = collector["flush_tickets"]
         assert tickets["ran"] + tickets["stale"] + tickets["waiting"] == tickets["queued"]
 
-    found = asyncio.run(read_all(tansu_broker.bootstrap, topic, 16, expected=4500))
+    found = asyncio.run(read_all(bootstrap, topic, 16, expected=4500))
     stored = Counter(mid for recs in found.values() for _, mid, _ in recs)
     assert set(stored) == set(range(4500)) and max(stored.values()) == 1
     reported = {mid: (d.partition, d.base_offset + i)

@@ -1,5 +1,6 @@
-"""The engine against the real (embedded Tansu) broker: every message lands exactly once,
-where the engine said, and requests_sent equals the Produce frames on the wire."""
+"""The engine against real brokers (the embedded Tansu, and Apache Kafka where the test takes
+``broker_bootstrap``): every message lands exactly once, where the engine said, and
+requests_sent equals the Produce frames on the wire."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from producer_core.config import build_settings
 from producer_core.engine import Delivery, run
 from producer_core.errors import BrokerError
 from producer_core.workload import Workload
+from tests.kafka_fixtures import fresh_topic
 from tests.readback import read_all
 
 pytestmark = pytest.mark.broker
@@ -25,10 +27,11 @@ def produce(bootstrap: str, mode: str, workload: Workload, **settings: str):
 
 
 @pytest.mark.parametrize("mode", ["partition", "none"])
-def test_every_acknowledged_message_is_in_the_topic_once_where_reported(tansu_broker, mode):
-    workload = Workload(topic=f"roundtrip-{mode}", partitions=8, rate=4000, messages=3000,
-                        duration_s=None, keys=50)
-    results, deliveries = produce(tansu_broker.bootstrap, mode, workload, **{"linger.ms": "20"})
+def test_every_acknowledged_message_is_in_the_topic_once_where_reported(broker_bootstrap, mode):
+    bootstrap = broker_bootstrap.bootstrap
+    workload = Workload(topic=fresh_topic(f"roundtrip-{mode}"), partitions=8, rate=4000,
+                        messages=3000, duration_s=None, keys=50)
+    results, deliveries = produce(bootstrap, mode, workload, **{"linger.ms": "20"})
     assert results.metrics.messages_acked == 3000
     assert results.metrics.messages_failed == 0
     assert sum(len(d.message_ids) for d in deliveries) == 3000
@@ -40,7 +43,7 @@ def test_every_acknowledged_message_is_in_the_topic_once_where_reported(tansu_br
             reported[message_id] = (d.partition, d.base_offset + i)
     assert sorted(reported) == list(range(3000))
 
-    found = asyncio.run(read_all(tansu_broker.bootstrap, workload.topic, 8, expected=3000))
+    found = asyncio.run(read_all(bootstrap, workload.topic, 8, expected=3000))
     stored = Counter(mid for records in found.values() for _, mid, _ in records)
     assert set(stored) == set(range(3000))
     assert max(stored.values()) == 1, "a message is stored more than once"
@@ -58,16 +61,17 @@ def test_requests_sent_equals_produce_frames_on_the_wire(counted_broker):
     assert results.metrics.records_sent == workload.total_messages
 
 
-def test_keyed_messages_land_on_the_murmur2_partition(tansu_broker):
+def test_keyed_messages_land_on_the_murmur2_partition(broker_bootstrap):
     from producer_core.partitioner import key_table
 
-    workload = Workload(topic="keyed", partitions=6, rate=5000, messages=500, duration_s=None,
-                        keys=20)
-    results, deliveries = produce(tansu_broker.bootstrap, "none", workload)
+    bootstrap = broker_bootstrap.bootstrap
+    workload = Workload(topic=fresh_topic("keyed"), partitions=6, rate=5000, messages=500,
+                        duration_s=None, keys=20)
+    results, deliveries = produce(bootstrap, "none", workload)
     assert results.metrics.messages_acked == 500
     keys, partition_of_key = key_table(20, 6)
     expected_partition = dict(zip(keys, partition_of_key, strict=True))
-    found = asyncio.run(read_all(tansu_broker.bootstrap, workload.topic, 6, expected=500))
+    found = asyncio.run(read_all(bootstrap, workload.topic, 6, expected=500))
     records = [(p, key) for p, recs in found.items() for _, _, key in recs]
     assert len(records) == 500
     assert all(expected_partition[key] == partition for partition, key in records)

@@ -15,6 +15,7 @@ from producer_core.config import build_settings
 from producer_core.engine import Delivery, run
 from producer_core.partitioner import key_table
 from producer_core.workload import Workload
+from tests.kafka_fixtures import fresh_topic
 from tests.readback import read_all
 
 pytestmark = pytest.mark.broker
@@ -63,15 +64,16 @@ def test_librdkafka_counts_latencies_and_wire_agree(counted_broker):
             assert expected_partition[key] == partition
 
 
-def test_librdkafka_sends_the_engines_messages_to_the_same_partitions(tansu_broker):
+def test_librdkafka_sends_the_engines_messages_to_the_same_partitions(broker_bootstrap):
+    bootstrap = broker_bootstrap.bootstrap
     base = Workload(topic="same", partitions=6, rate=4000, messages=800, duration_s=None,
                     keys=25, message_size=40)
     stored = {}
     for mode in ("partition", "librdkafka"):
-        workload = replace(base, topic=f"same-{mode}")
-        results = run(workload, build_settings(mode=mode), mode, tansu_broker.bootstrap)
+        workload = replace(base, topic=fresh_topic(f"same-{mode}"))
+        results = run(workload, build_settings(mode=mode), mode, bootstrap)
         assert results.metrics.messages_acked == 800
-        found = asyncio.run(read_all(tansu_broker.bootstrap, workload.topic, 6, expected=800))
+        found = asyncio.run(read_all(bootstrap, workload.topic, 6, expected=800))
         stored[mode] = {mid: (partition, key)
                         for partition, records in found.items() for _, mid, key in records}
     assert len(stored["partition"]) == 800
