@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from producer_core.brokers.embedded import EmbeddedBroker, free_port
@@ -203,3 +203,92 @@ def test_killed_and_restarted_broker(broker, tmp_path, extra, idempotence) -> No
     assert v["present"] > 0  # acknowledged after the restart: in the new log
     if idempotence:
         assert v["duplicated"] == 0 and v["out_of_order"] == 0
+
+
+async def _leader_of(bootstrap: str, topic: str, partition: int) -> int:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    await consumer.start()
+    try:
+        cluster = await consumer._client.fetch_all_metadata()
+        leader = cluster.leader_for_partition(TopicPartition(topic, partition))
+    finally:
+        await consumer.stop()
+    assert leader is not None and leader >= 0, f"{topic}-{partition} has no leader"
+    return int(leader)
+
+
+async def _create_replicated_topic(bootstrap: str, name: str) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(name, PARTITIONS, 3)])
+    finally:
+        await admin.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # until every partition has a leader
+        try:
+            for p in range(PARTITIONS):
+                await _leader_of(bootstrap, name, p)
+            return
+        except AssertionError:
+            await asyncio.sleep(0.3)
+    raise AssertionError(f"{name} got no leaders in 30 s")
+
+
+async def _warm_up_producer_ids(bootstrap: str, topic: str) -> None:
+    """One idempotent send by aiokafka (which retries InitProducerId), before kbatch's run.
+
+    A fresh Kafka cluster answers the first InitProducerId with COORDINATOR_LOAD_IN_PROGRESS
+    for a while; kbatch's engine does not retry that yet (it stops with "InitProducerId was
+    refused: GroupLoadInProgressError"). This test is about a leader change, so it lets the
+    cluster get past that first; the record lands before the run's start offsets.
+    """
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
+    await producer.start()
+    try:
+        await asyncio.wait_for(producer.send_and_wait(topic, b"warm-up", partition=0), 60)
+    finally:
+        await producer.stop()
+
+
+@pytest.mark.parametrize("extra,idempotence", [
+    ((), True), (("-X", "enable.idempotence=false"), False)],
+    ids=["idempotence", "no-idempotence-acks-all"])
+def test_leader_change_on_kafka(kafka_cluster, tmp_path, extra, idempotence) -> None:
+    """SIGKILL the leader of partition 0 of a 3-replica topic on the 3-node Apache Kafka
+    cluster mid-run: its partitions move to another node (NOT_LEADER, metadata refresh,
+    retries). With acks=all and 3 replicas nothing acknowledged may be lost; with
+    idempotence nothing is duplicated or reordered either."""
+    from tests.kafka_fixtures import fresh_topic
+
+    topic = fresh_topic("leader-change")
+    bootstrap = kafka_cluster.bootstrap
+    asyncio.run(_create_replicated_topic(bootstrap, topic))
+    asyncio.run(_warm_up_producer_ids(bootstrap, topic))
+    json_path = tmp_path / "run.json"
+    proc, began = kbatch_produce(bootstrap, topic, json_path, *extra, duration_s=8)
+    leader = asyncio.run(_leader_of(bootstrap, topic, 0))
+    try:
+        try:
+            wait_until_written(bootstrap, topic)
+        except AssertionError:
+            proc.kill()
+            raise AssertionError(f"kbatch did not get going: {proc.communicate()[1][-2000:]}"
+                                 ) from None
+        kafka_cluster.kill_node(leader)
+        stdout, stderr, took = finish(proc, began)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kafka_cluster.start_node(leader)  # the session's cluster: leave it whole
+    run = outcome(json_path)
+    v, m = run["verify"], run["messages"]
+    report(f"leader change (node {leader} killed)", idempotence, proc.returncode, took, run)
+    assert "Traceback" not in stderr
+    assert run["retried_requests"] > 0  # the move cost retries
+    assert v["missing"] == 0
+    if idempotence:
+        assert v["duplicated"] == 0 and v["out_of_order"] == 0
+    assert proc.returncode == (3 if m["failed"] + m["unknown"] else 0), stderr
+    assert "--verify" in stdout
