@@ -103,11 +103,11 @@ def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: 
         console.print(
             f"Interrupted by {stopper.name}: stopped producing after {sent:,} messages "
             f"({acked:,} acknowledged){', partial results written' if written else ''} "
-            "(complete: false); the broker was shut down.")
+            "(complete: false); the broker was shut down.", soft_wrap=True)
         sys.exit(stopper.exit_code)
     code, reasons = exit_code(runs, allow_failures)
     for reason in reasons:
-        console.print(f"[{'red' if code else 'yellow'}]{reason}[/]")
+        console.print(f"[{'red' if code else 'yellow'}]{reason}[/]", soft_wrap=True)
     if code:
         sys.exit(code)
 
