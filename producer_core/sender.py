@@ -153,6 +153,10 @@ class InFlight:
     batches: list[ProducerBatch]
     sent_at: float
     deadline: float
+    """request.timeout.ms from the send."""
+    expires: float
+    """When the youngest batch's delivery.timeout.ms ends: nothing can be acknowledged in
+    time after it, so the request is given up then."""
 
 
 @dataclass
@@ -188,6 +192,7 @@ class Sender:
         self.in_flight: dict[int, InFlight] = {}
         self.in_flight_by_broker: dict[int, int] = {}
         self._next_request_id = 0
+        self._in_flight_batches = 0
         self._next_order = 0
         self._retries: list[tuple[float, int, ProducerBatch]] = []  # (due, tiebreak, batch)
         self._retry_order = 0
@@ -226,13 +231,11 @@ class Sender:
     @property
     def pending(self) -> int:
         """Batches sent at least once whose outcome is not settled (in flight or retrying)."""
-        return (sum(len(r.batches) for r in self.in_flight.values()) + len(self._retries)
-                + len(self.parked))
+        return self._in_flight_batches + len(self._retries) + len(self.parked)
 
     def next_wakeup(self) -> float | None:
         """The next time `poll` has something to do: a request or delivery deadline, a retry."""
-        times = [r.deadline for r in self.in_flight.values()]
-        times.extend(self._batch_deadline(b) for r in self.in_flight.values() for b in r.batches)
+        times = [min(r.deadline, r.expires) for r in self.in_flight.values()]
         if self._retries:
             times.append(self._retries[0][0])
         if self.parked:
@@ -302,8 +305,10 @@ class Sender:
         request_id = self._next_request_id
         self._next_request_id += 1
         self.in_flight[request_id] = InFlight(
-            request_id, broker, keep, now, now + self.config.request_timeout_s)
+            request_id, broker, keep, now, now + self.config.request_timeout_s,
+            max(self._batch_deadline(b) for b in keep))
         self.in_flight_by_broker[broker] = self.in_flight_by_broker.get(broker, 0) + 1
+        self._in_flight_batches += len(keep)
         return Outgoing(request_id, broker, keep, list(by_topic.items())), actions
 
     def _stamp(self, batch: ProducerBatch) -> None:
@@ -319,6 +324,7 @@ class Sender:
         request = self.in_flight.pop(request_id, None)
         if request is not None:
             self.in_flight_by_broker[request.broker] -= 1
+            self._in_flight_batches -= len(request.batches)
         return request
 
     # ---------------------------------------------------------------- outcomes
@@ -477,13 +483,12 @@ class Sender:
         for request in list(self.in_flight.values()):
             if request.request_id not in self.in_flight:
                 continue  # settled with an earlier request on the same connection
-            expired = [b for b in request.batches if now >= self._batch_deadline(b)]
-            if expired and len(expired) == len(request.batches):
+            if now >= request.expires:
                 # nothing it carries can still be acknowledged in time: give the request up
                 self._take(request.request_id)
-                for batch in expired:
+                for batch in request.batches:
                     batch.maybe_written = True
-                actions.append(self._final(expired, "delivery.timeout.ms"))
+                actions.append(self._final(request.batches, "delivery.timeout.ms"))
                 actions.extend(self._lose_connection(request.broker, now))
             elif now >= request.deadline:
                 actions.extend(self.on_request_failed(request.request_id, "request_timeout", now))
