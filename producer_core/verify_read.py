@@ -3,9 +3,11 @@
 Reading uses assign + fetch from the recorded offsets (no consumer group: Tansu's group
 subscribe may not deliver). Metadata is asked for all topics, never for named ones, so
 looking at a topic the run has yet to create cannot auto-create it with the wrong number
-of partitions. Tansu's high watermark can lag behind what fetch already returns, so the
-read goes on until it has at least as many records as were acknowledged (or the end
-offsets promise), then until a fetch comes back empty, within a bounded time.
+of partitions. Tansu lists a partition's end as its last batch's base offset, so the
+offsets before a run are found by fetching past the listed ones; after it, the read goes on
+until it has at least as many records as were acknowledged (or the end offsets promise)
+and a fetch comes back empty, or, when the broker lost records, until it has caught up
+with every high watermark and stayed quiet for STALL_S; READ_TIMEOUT_S bounds it all.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ READ_TIMEOUT_S = 60.0
 END_PROBE_MS = 500
 """How long an empty fetch beyond the listed end offsets must stay empty."""
 END_PROBE_LIMIT_S = 30.0
+"""Longest the search past the listed end offsets may take."""
 STALL_S = 3.0
 """Fewer records than acknowledged, caught up with the high watermarks, nothing new this
 long: the broker holds no more (it lost some); the read is complete."""
