@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -17,10 +18,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+"""128 + SIGINT; a SIGTERM exits 143 (128 + 15), see `cli.stopping`."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal ended the command at once (a second Ctrl-C, or a run that cannot stop)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def friendly_errors(func: F) -> F:
-    """Wrap a command: usage errors exit 2, runtime failures exit 1, Ctrl-C exits 130."""
+    """Wrap a command: usage errors exit 2, runtime failures exit 1, Ctrl-C exits 130
+    (SIGTERM 143)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -32,9 +43,11 @@ def friendly_errors(func: F) -> F:
         except KbatchError as exc:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(EXIT_RUNTIME)
-        except KeyboardInterrupt:
-            click.echo("Interrupted: the run was stopped and its broker shut down.", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+        except KeyboardInterrupt as exc:
+            signum = getattr(exc, "signum", signal.SIGINT)
+            click.echo(f"Interrupted by {signal.Signals(signum).name}: the run was stopped at "
+                       "once, without results, and its broker shut down.", err=True)
+            sys.exit(128 + signum)
         except Exception as exc:  # a bug, not bad input: say so in one paragraph
             if os.environ.get("KBATCH_DEBUG"):
                 raise

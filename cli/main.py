@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 from contextlib import ExitStack
 from dataclasses import replace
@@ -22,6 +23,7 @@ from cli.options import (
     workload_from_flags,
     workload_options,
 )
+from cli.outcome import exit_code
 from cli.output_mode import emit_json, output_from_flags, output_options
 from cli.output_paths import check_run_outputs, clear_results_dir
 from cli.payload_opts import payload_from_flags, payload_options, with_payload
@@ -33,15 +35,20 @@ from cli.render import (
     print_warnings,
     summary_table,
     topics_table,
+    verify_table,
 )
 from cli.report_cmd import report
 from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
-from cli.spark_opts import runner_from_flags, runner_options
+from cli.spark_opts import Runner, runner_from_flags, runner_options
+from cli.stopping import StopOnSignal, accepts_stop
 from cli.sweep_cmd import sweep
 from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
+from producer_core.errors import UsageError
 from producer_core.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.verify_read import VerifyingRun, verify_unsupported
+from producer_core.workload import Workload
 
 OUT_HELP = ("Write a results directory: results.json (schema v1), and per run the latency "
             ".hgrm, the encoded histogram and the per-request log (Parquet). "
@@ -58,6 +65,57 @@ def cli() -> None:
     requests_sent, msgs_per_req and latency percentiles measured from each message's
     intended send time.
     """
+
+
+def delivery_options(func: Any) -> Any:
+    """`--verify` and `--allow-failures`, shared by `produce` and `compare-modes`."""
+    func = click.option(
+        "--allow-failures", is_flag=True,
+        help="Exit 0 even when messages failed or have an unknown outcome (runs that "
+             "expect faults); they are still reported. --verify problems still exit 4.")(func)
+    return click.option(
+        "--verify", is_flag=True,
+        help="After the run, read every produced partition back from the offsets the run "
+             "started at and report present / missing / duplicated / out-of-order messages "
+             "per topic (results JSON 'verify'). Exit 4 when an acknowledged message is "
+             "missing, or on a duplicate or reorder with idempotence on.")(func)
+
+
+def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
+    """Refuse --verify where it cannot say the truth, before any broker starts."""
+    if not verify:
+        return
+    if runner.master is not None:
+        raise UsageError("--verify is not available with --runner spark: the shares' "
+                         "deliveries stay on the workers. Verify a --runner local run.")
+    reason = verify_unsupported(workload)
+    if reason:
+        raise UsageError(reason)
+
+
+def engine_call(engine_run: Any, verify: bool, stopper: StopOnSignal) -> tuple[Any, dict]:
+    """The run callable (reading back with --verify) and its keyword arguments."""
+    stopper.stoppable = accepts_stop(engine_run)
+    run = VerifyingRun(engine_run) if verify else engine_run
+    return run, ({"stop": stopper.event} if stopper.stoppable else {})
+
+
+def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: bool,
+             written: bool) -> None:
+    """Exit with the code the runs deserve; after a signal, say what was kept."""
+    if stopper.signum is not None:
+        acked = sum(run["messages"]["acknowledged"] for run in runs)
+        sent = sum(run["messages"]["sent"] for run in runs)
+        console.print(
+            f"Interrupted by {stopper.name}: stopped producing after {sent:,} messages "
+            f"({acked:,} acknowledged){', partial results written' if written else ''} "
+            "(complete: false); the broker was shut down.", soft_wrap=True)
+        sys.exit(stopper.exit_code)
+    code, reasons = exit_code(runs, allow_failures)
+    for reason in reasons:
+        console.print(f"[{'red' if code else 'yellow'}]{reason}[/]", soft_wrap=True)
+    if code:
+        sys.exit(code)
 
 
 def announce_start(target: BrokerTarget) -> None:
@@ -107,11 +165,13 @@ def write_json(path: Path, payload: Any) -> None:
                    "kind's results (without it, such a directory is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
+@delivery_options
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
             command_config: Path | None, replication_factor: int | None,
             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
-            progress: bool, overwrite: bool, **workload_flags: Any) -> None:
+            progress: bool, overwrite: bool, verify: bool, allow_failures: bool,
+            **workload_flags: Any) -> None:
     """Produce a workload in one linger mode and report what it cost.
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
@@ -128,27 +188,37 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     payload = payload_from_flags(workload_flags)
     workload = with_payload(workload_from_flags(**workload_flags), payload)
     check_fits(workload, settings)
+    check_verify(verify, runner, workload)
     check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
-    with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
-        announce_start(target)
-        console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
-                      f"mode {mode}{runner.description}.")
-        with runner.progress(f"[{mode}]", progress) as on_progress, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            results = RunRecorder(engine_run)(workload, settings, mode, target.bootstrap,
-                                              on_progress)
-        results.broker = target.description
-    payload = results.to_dict()
-    add_facts(payload, target.embedded, implementation=target.implementation,
-              version=target.version)
-    out.print(summary_table(payload))
-    if len(payload.get("topics", {})) > 1:
-        out.print(topics_table(payload))
-    print_warnings(payload)
-    emit_json(json_path, payload, write_json)
-    if out_dir is not None:
-        clear_results_dir(out_dir)
-        console.print(f"Results written to {write_results_dir(out_dir, payload, [results])}.")
+    with StopOnSignal() as stopper:
+        with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
+            announce_start(target)
+            console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
+                          f"mode {mode}{runner.description}.")
+            run, stop = engine_call(engine_run, verify, stopper)
+            with runner.progress(f"[{mode}]", progress) as on_progress, \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                results = RunRecorder(run)(workload, settings, mode, target.bootstrap,
+                                           on_progress, **stop)
+            results.broker = target.description
+        payload = results.to_dict()
+        if stopper.signum is not None:
+            payload["complete"] = False
+        add_facts(payload, target.embedded, implementation=target.implementation,
+                  version=target.version)
+        out.print(summary_table(payload))
+        if len(payload.get("topics", {})) > 1:
+            out.print(topics_table(payload))
+        if "verify" in payload:
+            out.print(verify_table(payload["verify"]))
+        print_warnings(payload)
+        emit_json(json_path, payload, write_json)
+        if out_dir is not None:
+            clear_results_dir(out_dir)
+            console.print(
+                f"Results written to {write_results_dir(out_dir, payload, [results])}.")
+    conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None)
 
 
 @cli.command("compare-modes")
@@ -187,13 +257,14 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                    "kind's results (without it, such a directory is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
+@delivery_options
 @friendly_errors
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
                   command_config: Path | None, replication_factor: int | None,
                   topic_configs: tuple[str, ...], json_path: Path | None,
                   out_dir: Path | None, progress: bool, overwrite: bool,
-                  **workload_flags: Any) -> None:
+                  verify: bool, allow_failures: bool, **workload_flags: Any) -> None:
     """Run one workload under several modes and show them side by side.
 
     Each mode runs on a fresh topic with the same partitions and the same message sequence
@@ -218,8 +289,10 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     workload = with_payload(workload_from_flags(**workload_flags), payload)
     for mode_run in mode_runs:
         check_fits(workload, mode_run.settings)
+    check_verify(verify, runner, workload)
     check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
     stack = ExitStack()
+    stopper = StopOnSignal()
 
     def on_start(mode: str, round_index: int):
         stack.close()
@@ -227,27 +300,38 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                                                  if repeat > 1 else "") + ".")
         return stack.enter_context(runner.progress(f"[{mode}]", progress))
 
-    with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run, \
-            stack, warnings.catch_warnings():
+    with stopper, broker_target(bootstrap_servers, **shape) as target, \
+            runner.open() as engine_run, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         announce_start(target)
         console.print(f"Comparing {', '.join(modes)} on {target.description}"
                       f"{runner.description}.")
-        recorder = RunRecorder(engine_run)
+        run, stop = engine_call(engine_run, verify, stopper)
+        recorder = RunRecorder(run)
         document = compare(workload, mode_runs, target.bootstrap, repeat, on_start,
-                           run_one=recorder)
+                           run_one=recorder, stop=stop.get("stop"))
         document["broker"] = target.description
-    add_facts(document, target.embedded, target.description,
-              implementation=target.implementation, version=target.version)
-    out.print(comparison_table(document))
-    for run_document in document["runs"]:
-        for warning in run_document.get("warnings", []):
-            console.print(f"[yellow]Warning ({run_document['mode']}):[/yellow] {warning}")
-    emit_json(json_path, document, write_json)
-    if out_dir is not None:
-        clear_results_dir(out_dir)
-        path = write_results_dir(out_dir, document, recorder.results)
-        console.print(f"Results written to {path}.")
+        stack.close()  # the last progress display, before the broker stops
+    with stopper:  # a signal while writing the results: stop at once (the broker is down)
+        if stopper.signum is not None:
+            document["complete"] = False
+        add_facts(document, target.embedded, target.description,
+                  implementation=target.implementation, version=target.version)
+        out.print(comparison_table(document))
+        for run_document in document["runs"]:
+            if "verify" in run_document:
+                out.print(verify_table(run_document["verify"],
+                                       f"mode {run_document['mode']}, round "
+                                       f"{run_document['round']}"))
+            for warning in run_document.get("warnings", []):
+                console.print(f"[yellow]Warning ({run_document['mode']}):[/yellow] {warning}")
+        emit_json(json_path, document, write_json)
+        if out_dir is not None:
+            clear_results_dir(out_dir)
+            path = write_results_dir(out_dir, document, recorder.results)
+            console.print(f"Results written to {path}.")
+    conclude(stopper, document["runs"], allow_failures,
+             json_path is not None or out_dir is not None)
 
 
 cli.add_command(report)

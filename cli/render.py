@@ -40,7 +40,7 @@ def summary_table(result: dict[str, Any]) -> Table:
         ("bytes per request (mean / max)",
          "{mean:,.0f} / {max:,.0f}".format(**result["bytes_per_request"])),
         ("messages intended / sent", f"{msgs['intended']:,} / {msgs['sent']:,}"),
-        ("acknowledged / failed", f"{msgs['acknowledged']:,} / {msgs['failed']:,}"),
+        _outcome_row(result),
         *([("discarded (reasons)", f"{msgs['discarded']:,} ({_reasons(msgs)})")]
           if msgs.get("discarded") else []),
         ("rate achieved (target)",
@@ -75,8 +75,18 @@ def summary_table(result: dict[str, Any]) -> Table:
                       f"{_ms(blocked['total_ms'])} / {_ms(blocked['max_ms'])} "
                       f"({blocked['episodes']:,})")
     if msgs["failed_reasons"]:
-        table.add_row("failure reasons", ", ".join(
+        table.add_row("failure reasons (not written)", ", ".join(
             f"{k}: {v:,}" for k, v in msgs["failed_reasons"].items()))
+    if msgs.get("unknown_reasons"):
+        table.add_row("unknown reasons (may be written)", ", ".join(
+            f"{k}: {v:,}" for k, v in msgs["unknown_reasons"].items()))
+    idempotence = result.get("idempotence") or {}
+    if idempotence.get("enabled") and "producer_id" in idempotence:
+        table.add_row("idempotence: producer id / epoch (bumps)",
+                      f"{idempotence['producer_id']} / {idempotence['producer_epoch']} "
+                      f"({idempotence.get('epoch_bumps', 0)})")
+    if result.get("complete") is False:
+        table.add_row("complete", "no: stopped before its end")
     return table
 
 
@@ -92,6 +102,45 @@ def _volume_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
                      f"{compression['type']}, {compression['ratio']:,.2f}, "
                      f"{compression['wire_bytes_per_request']:,.0f}"))
     return rows
+
+
+def verify_table(verify: dict[str, Any], label: str = "") -> Table:
+    """`--verify`'s verdict per topic (and in total when there are several topics)."""
+    state = "problems: " + "; ".join(verify["problems"]) if verify["problems"] else "clean"
+    idem = "on" if verify["idempotence"] else "off"
+    table = Table(title=f"--verify{' — ' + label if label else ''}: read back "
+                        f"{verify['records_read']:,} records in {verify['read_s']:,.1f} s, "
+                        f"idempotence {idem} — {state}")
+    columns = ("topic", "acknowledged", "present", "missing", "duplicated", "out of order",
+               "unacknowledged found")
+    for name in columns:
+        table.add_column(name, justify="left" if name == "topic" else "right", no_wrap=True)
+    keys = ("acknowledged", "present", "missing", "duplicated", "out_of_order",
+            "unacknowledged_found")
+    topics = verify["topics"]
+    rows = list(topics.items())
+    if len(rows) > 1:
+        rows.append(("total", verify))
+    for name, counts in rows:
+        cells = [f"{counts[key]:,}" for key in keys]
+        bad = [counts["missing"], *(
+            (counts["duplicated"], counts["out_of_order"]) if verify["idempotence"] else ())]
+        table.add_row(name, *cells, style="red" if any(bad) else None)
+    if not verify["read_complete"]:
+        table.caption = ("the read-back stopped at its time limit: counts of missing "
+                         "records may be too high")
+    return table
+
+
+def _outcome_row(result: dict[str, Any]) -> tuple[str, str]:
+    """Every message's outcome; with acks=0 nothing is acknowledged, only sent."""
+    msgs = result["messages"]
+    unknown = msgs.get("unknown", 0)
+    if str(result.get("settings", {}).get("acks")) == "0":
+        return ("sent (acks=0) / failed / unknown",
+                f"{msgs.get('sent_unacknowledged', 0):,} / {msgs['failed']:,} / {unknown:,}")
+    return ("acknowledged / failed / unknown",
+            f"{msgs['acknowledged']:,} / {msgs['failed']:,} / {unknown:,}")
 
 
 def print_warnings(result: dict[str, Any]) -> None:
@@ -114,9 +163,9 @@ def comparison_table(document: dict[str, Any]) -> Table:
     """The side-by-side table of `compare-modes`, like the seed's Improvement Summary."""
     from producer_core.compare import SUMMARY_METRICS, change_text
 
-    modes = document["modes"]
-    repeat = document["repeat"]
     summary = document["summary"]
+    modes = [mode for mode in document["modes"] if mode in summary]  # a stopped run: fewer
+    repeat = document["repeat"]
     title = "kbatch compare-modes" + (f" — median (min–max) of {repeat} rounds"
                                       if repeat > 1 else "")
     table = Table(title=title)

@@ -10,11 +10,13 @@ Pure data: no clock (times come in as arguments) and no I/O.
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections import deque
 from dataclasses import dataclass
 
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.util import calc_crc32c
 
 COMPRESSION_CODES = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 NO_HEADERS: list[tuple[str, bytes | None]] = []
@@ -38,7 +40,8 @@ class ProducerBatch:
 
     __slots__ = (
         "slot", "builder", "ids", "intended", "created", "closed", "payload",
-        "attempts", "drained_at", "first_drained_at", "record_bytes",
+        "attempts", "drained_at", "first_drained_at", "record_bytes", "sequence", "epoch",
+        "producer_id", "maybe_written", "order",
     )
 
     def __init__(self, slot: int, builder: DefaultRecordBatchBuilder, created: float) -> None:
@@ -53,6 +56,17 @@ class ProducerBatch:
         self.drained_at = 0.0
         self.first_drained_at = 0.0
         self.record_bytes = 0
+        self.sequence = -1
+        """Base sequence stamped into the batch (idempotence); -1 until its first send."""
+        self.producer_id = -1
+        self.epoch = -1
+        """Producer id and epoch the sequence belongs to; a bumped epoch means re-stamping."""
+        self.order = -1
+        """When the batch was first sent, among all batches (set by the sender): a retry
+        goes back behind the re-queued batches sent before it, so partition order holds."""
+        self.maybe_written = False
+        """An earlier attempt ended without an answer (timeout, lost connection): the
+        broker may hold these records, so a final failure is an unknown outcome."""
 
     @property
     def record_count(self) -> int:
@@ -73,6 +87,30 @@ class ProducerBatch:
             self.closed = True
         return self.payload
 
+    def stamp(self, producer_id: int, epoch: int, sequence: int) -> None:
+        """Write producer id, epoch and base sequence into the sealed batch header.
+
+        Sequences are assigned when a batch is first sent (and again after an epoch bump),
+        after its bytes were built, so the header fields are patched and the CRC (which
+        covers everything from the attributes on) recomputed.
+        """
+        data = bytearray(self.seal())
+        struct.pack_into(">qhi", data, _PRODUCER_ID_OFFSET, producer_id, epoch, sequence)
+        crc = calc_crc32c(bytes(memoryview(data)[_ATTRIBUTES_OFFSET:]))
+        struct.pack_into(">I", data, _CRC_OFFSET, crc)
+        self.payload = bytes(data)
+        self.sequence = sequence
+        self.producer_id = producer_id
+        self.epoch = epoch
+
+
+_CRC_OFFSET = 17
+"""RecordBatch v2 header: baseOffset(8) length(4) leaderEpoch(4) magic(1) crc(4) ..."""
+_ATTRIBUTES_OFFSET = 21
+_PRODUCER_ID_OFFSET = 43
+"""... attributes(2) lastOffsetDelta(4) baseTimestamp(8) maxTimestamp(8) producerId(8)
+producerEpoch(2) baseSequence(4) records(4)."""
+
 
 class Accumulator:
     """Queues records per partition slot. A slot is an index into `slots` (topic, partition)."""
@@ -85,6 +123,8 @@ class Accumulator:
         self.queued_bytes = 0
         self.queued_records = 0
         self.queued_batches = 0
+        self.held: set[int] = set()
+        """Slots whose head waits for retry.backoff.ms: not drainable until released."""
 
     def _new_batch(self, slot: int, now: float) -> ProducerBatch:
         builder = DefaultRecordBatchBuilder(2, self.compression, 0, -1, -1, -1, self.batch_size)
@@ -180,8 +220,15 @@ class Accumulator:
         return bool(self.queues[slot])
 
     def head(self, slot: int) -> ProducerBatch | None:
+        """The batch that would be drained next; None if none is, or the slot is held."""
         queue = self.queues[slot]
-        return queue[0] if queue else None
+        return queue[0] if queue and slot not in self.held else None
+
+    def hold(self, slot: int) -> None:
+        self.held.add(slot)
+
+    def release(self, slot: int) -> None:
+        self.held.discard(slot)
 
     def head_is_full(self, slot: int) -> bool:
         queue = self.queues[slot]
@@ -203,11 +250,28 @@ class Accumulator:
         return batch
 
     def requeue_front(self, batch: ProducerBatch) -> None:
-        """Put a batch back at the head of its queue for a retry, keeping partition order."""
-        self.queues[batch.slot].appendleft(batch)
+        """Put a batch back at the head of its queue for a retry, keeping partition order:
+        behind re-queued batches that were first sent before it, before everything else
+        (with idempotence that is sequence order)."""
+        queue = self.queues[batch.slot]
+        index = 0
+        for queued in queue:
+            if not 0 <= queued.order < batch.order:
+                break
+            index += 1
+        queue.insert(index, batch)
         self.queued_records += batch.record_count
         self.queued_bytes += batch.record_bytes
         self.queued_batches += 1
+
+    def take_all(self) -> list[ProducerBatch]:
+        """Every queued batch, removed (a run that was interrupted settles them)."""
+        taken = [batch for queue in self.queues for batch in queue]
+        for queue in self.queues:
+            queue.clear()
+        self.held.clear()
+        self.queued_records = self.queued_bytes = self.queued_batches = 0
+        return taken
 
     @property
     def empty(self) -> bool:

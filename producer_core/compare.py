@@ -8,6 +8,7 @@ falls on every mode alike. The summary is the median of each metric, with min an
 from __future__ import annotations
 
 import statistics
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,24 +106,34 @@ def compare(
     repeat: int = 1,
     on_start: Callable[[str, int], Callable[[Progress], None] | None] | None = None,
     run_one: Callable[..., Any] = run,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run every mode `repeat` times, interleaved; return the comparison document."""
+    """Run every mode `repeat` times, interleaved; return the comparison document.
+
+    Setting `stop` ends the current run early (its results say `complete: false`) and
+    starts no further run."""
     runs: list[dict[str, Any]] = []
+    extra = {"stop": stop} if stop is not None else {}
     for round_index in range(repeat):
         for mode_run in mode_runs:
+            if stop is not None and stop.is_set():
+                break
             suffix = f"-{mode_run.mode}-{round_index + 1}"
             progress = on_start(mode_run.mode, round_index) if on_start else None
             results = run_one(workload.with_topic_suffix(suffix),
                               mode_run.settings.with_topic_suffix(suffix),
-                              mode_run.mode, bootstrap, progress)
+                              mode_run.mode, bootstrap, progress, **extra)
             document = results.to_dict()
             document["round"] = round_index + 1
             runs.append(document)
+    complete = len(runs) == repeat * len(mode_runs) and all(
+        run.get("complete", True) for run in runs)
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "comparison",
         "modes": [m.mode for m in mode_runs],
         "repeat": repeat,
+        "complete": complete,
         "workload": workload.as_dict(),
         "summary": summarise(runs, [m.mode for m in mode_runs]),
         "runs": runs,
@@ -130,10 +141,12 @@ def compare(
 
 
 def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
-    """Per mode and metric: median, min and max over the repeats."""
+    """Per mode and metric: median, min and max over the repeats (modes that ran)."""
     summary: dict[str, Any] = {}
     for mode in modes:
         mine = [r for r in runs if r["mode"] == mode]
+        if not mine:  # a comparison stopped by a signal before this mode ran
+            continue
         summary[mode] = {}
         for name, get in SUMMARY_METRICS.items():
             values = [float(get(r)) for r in mine]
@@ -162,8 +175,10 @@ def change_text(metric: str, base: float, value: float) -> str:
 
 def summary_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Flat rows (metric, mode, median, min, max, change vs first mode) for tables."""
-    modes = document["modes"]
     summary = document["summary"]
+    modes = [mode for mode in document["modes"] if mode in summary]  # a stopped run: fewer
+    if not modes:
+        return []
     first = modes[0]
     rows = []
     for metric in SUMMARY_METRICS:

@@ -34,6 +34,7 @@ LIBRDKAFKA_NAMES = {
     "request.timeout.ms": "request.timeout.ms",
     "delivery.timeout.ms": "delivery.timeout.ms",
     "retries": "retries",
+    "enable.idempotence": "enable.idempotence",
     "retry.backoff.ms": "retry.backoff.ms",
     "client.id": "client.id",
     "buffer.memory": "queue.buffering.max.kbytes",
@@ -56,6 +57,9 @@ BRUCE_IGNORED = (
 )
 
 ACKS_VALUES = {"0": 0, "1": 1, "all": -1, "-1": -1}
+MAX_RETRIES = 2147483647
+IDEMPOTENT_MAX_IN_FLIGHT = 5
+"""Brokers keep the last 5 batches per producer and partition for de-duplication."""
 
 
 @dataclass(frozen=True)
@@ -84,15 +88,24 @@ SETTINGS: dict[str, SettingSpec] = dict(
               modes=("partition", "java", "librdkafka")),
         _spec("batch.size", 16384, "int", "bytes per partition batch; a full batch is "
               "ready at once", 64, 64 * 1024 * 1024),
-        _spec("acks", "1", "acks", "0 (no response), 1 (leader) or all", choices=("0", "1", "all")),
+        _spec("acks", "all", "acks", "0 (no response), 1 (leader) or all (every in-sync "
+              "replica; the default, as Java >= 3.0 and librdkafka)", choices=("0", "1", "all")),
+        _spec("enable.idempotence", "true", "choice", "idempotent producer (as Java >= 3.0): "
+              "a producer id and per-partition sequence numbers, so retries are written once "
+              "and in order; needs acks=all and max.in.flight.requests.per.connection <= 5. "
+              "Left unset, a conflicting acks or max.in.flight turns it off with a warning",
+              choices=("true", "false")),
         _spec("max.in.flight.requests.per.connection", 5, "int",
               "ProduceRequests awaiting a response per broker connection", 1, 1000),
         _spec("request.timeout.ms", 30000, "int", "how long a ProduceRequest may wait for its "
-              "response before its messages fail (or are retried)", 1, 3_600_000),
-        _spec("delivery.timeout.ms", 120000, "int", "upper bound from append to "
-              "acknowledgement, retries included; past it a message fails", 1, 86_400_000),
-        _spec("retries", 5, "int", "times a batch is re-sent after a retriable error",
-              0, 1_000_000),
+              "response; then its connection is closed and its messages are retried (or "
+              "their outcome is unknown)", 1, 3_600_000),
+        _spec("delivery.timeout.ms", 120000, "int", "upper bound from append to outcome, "
+              "queued, in flight and retrying included; past it a message fails (or, if it "
+              "may have been written, its outcome is unknown)", 1, 86_400_000),
+        _spec("retries", MAX_RETRIES, "int", "times a batch is re-sent after a retriable "
+              "error (default: unbounded but for delivery.timeout.ms, as Java)",
+              0, MAX_RETRIES),
         _spec("retry.backoff.ms", 100, "int", "pause before a batch is re-sent", 0, 60_000),
         _spec("max.request.size", 1048576, "int", "largest ProduceRequest in bytes; bounds "
               "how many partition batches one request may carry", 1024, 1024 * 1024 * 1024),
@@ -233,6 +246,10 @@ class ProducerSettings:
         return self.values["max.in.flight.requests.per.connection"]
 
     @property
+    def idempotent(self) -> bool:
+        return self.values["enable.idempotence"] == "true"
+
+    @property
     def request_timeout_s(self) -> float:
         return self.values["request.timeout.ms"] / 1000.0
 
@@ -358,6 +375,7 @@ def build_settings(
             "Lower batch.size or raise max.request.size."
         )
     warnings: list[str] = []
+    _check_idempotence(explicit, values, warnings)
     if mode == "broker" and "linger.ms" in explicit:
         warnings.append(LINGER_MS_IGNORED)
     if mode == "bruce":
@@ -437,6 +455,29 @@ def _check_passthrough(explicit: set[str], passthrough: Mapping[str, str]) -> No
                      if key in passthrough and kbatch in explicit and kbatch != key)
     if clashes:
         raise ConfigError(f"Mode librdkafka: {', '.join(clashes)} given twice; set it once.")
+
+
+def _check_idempotence(explicit: set[str], values: dict[str, Any], warnings: list[str]) -> None:
+    """As Java >= 3.2: idempotence asked for explicitly with acks other than all or more
+    than 5 requests in flight is an error; left at its default, it is turned off."""
+    conflicts = []
+    if values["acks"] != "all":
+        conflicts.append(f"acks={values['acks']}")
+    if values["max.in.flight.requests.per.connection"] > IDEMPOTENT_MAX_IN_FLIGHT:
+        conflicts.append("max.in.flight.requests.per.connection="
+                         f"{values['max.in.flight.requests.per.connection']}")
+    if not conflicts or values["enable.idempotence"] != "true":
+        return
+    if "enable.idempotence" in explicit:
+        raise ConfigError(
+            f"enable.idempotence=true needs acks=all and at most {IDEMPOTENT_MAX_IN_FLIGHT} "
+            f"requests in flight per connection, but {' and '.join(conflicts)} was given. "
+            "Drop the conflicting setting, or set -X enable.idempotence=false."
+        )
+    values["enable.idempotence"] = "false"
+    warnings.append(f"idempotence is off because of {' and '.join(conflicts)} (it needs "
+                    f"acks=all and max.in.flight.requests.per.connection <= "
+                    f"{IDEMPOTENT_MAX_IN_FLIGHT}); retries may write duplicates")
 
 
 def _bruce_topic_spec(key: str) -> SettingSpec:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from aiokafka.errors import for_code
+from aiokafka.errors import KafkaConnectionError
 from aiokafka.protocol.produce import ProduceRequest
 
 from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
@@ -30,12 +31,31 @@ from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.message_source import run_target_rate
 from producer_core.metrics import RequestRecord, Results, RunMetrics
 from producer_core.run_checks import check_message_fits, largest_record, run_warnings
+from producer_core.sender import (
+    Acknowledge,
+    Action,
+    CloseConnection,
+    Fail,
+    Hold,
+    InitProducerId,
+    RefreshMetadata,
+    Retry,
+    Sender,
+    SenderConfig,
+    Unknown,
+    Written,
+)
 from producer_core.transport import Cluster
 from producer_core.workload import Workload
 
 PROGRESS_INTERVAL_S = 0.25
 START_LEAD_S = 0.02
 """The schedule starts this long after setup, so message 0 is not already late."""
+STOP_GRACE_S = 2.0
+"""After a stop request, how long in-flight requests may still be answered (at most
+request.timeout.ms)."""
+STOP_CHECK_S = 0.05
+INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True)
@@ -73,8 +93,10 @@ class Engine:
         cluster: Cluster,
         on_progress: Callable[[Progress], None] | None = None,
         deliveries: list[Delivery] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.workload = workload
+        self.stop = stop
         self.settings = settings
         self.mode = mode
         self.cluster = cluster
@@ -83,9 +105,9 @@ class Engine:
         self.metrics = RunMetrics()
         self.loop = asyncio.get_event_loop()
         self._wake_event = asyncio.Event()
-        self._in_flight: dict[int, int] = {}
-        self._pending_retries = 0
+        self._brokers: set[int] = set()
         self._generation_done = False
+        self._stopping = False
         self._refreshing: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Future[Any]] = set()
         self.start = 0.0
@@ -121,7 +143,16 @@ class Engine:
         self.slot_metrics = [self.metrics.topics[tp.topic] for tp in self.slots]
         for broker in set(self.leaders):
             await self.cluster.connection(broker)
-            self._in_flight[broker] = 0
+            self._brokers.add(broker)
+        settings = self.settings
+        self.sender = Sender(self.slots, SenderConfig(
+            acks=settings.acks, idempotent=settings.idempotent, retries=settings["retries"],
+            retry_backoff_s=settings["retry.backoff.ms"] / 1000,
+            request_timeout_s=settings.request_timeout_s,
+            delivery_timeout_s=settings.delivery_timeout_s, max_in_flight=settings.max_in_flight,
+        ))
+        if settings.idempotent:
+            self.sender.on_producer_id(*await self.cluster.init_producer_id())
         self.blocked = BlockedGenerator(self.settings["max.block.ms"] / 1000.0, self.metrics)
         self.batch_memory: BatchMemory | None = None
         if self.mode == "java":  # Java's BufferPool: batch.size per batch until its response
@@ -148,10 +179,14 @@ class Engine:
             intervals = IntervalRecorder.for_callback(self.on_progress)
             intervals.begin(self.start, self.metrics, engine_live(self.metrics))
             interval_task = asyncio.ensure_future(intervals.run_async(self.loop.time))
+            if self.stop is not None:
+                self._spawn(self._watch_stop())
             await self._generate()
             self._generation_done = True
             self.policy.start_flush()
             await self._drain_everything()
+            if self._stopping:
+                await self._interrupt()
             end = self.loop.time()
             intervals.finish(end)
         finally:
@@ -168,8 +203,9 @@ class Engine:
         loop = self.loop
         generator = self.generator
         blocked_gen = self.blocked
-        while True:
+        while not self._stopping:
             now = loop.time()
+            self._apply(self.sender.poll(now))
             due = generator.due(now)
             exhausted = due > 0 and self._memory_full()
             if exhausted:  # wait for memory; a message that waited max.block.ms fails
@@ -187,21 +223,20 @@ class Engine:
             if generator.finished(now):
                 blocked_gen.release(now)
                 return
+            if self._stopping:
+                return
             blocked = self._memory_full()
             next_due = generator.next_due()
             behind = next_due is not None and next_due <= loop.time()
             if not blocked and (generator.unthrottled or behind):
                 await asyncio.sleep(0)
                 continue
-            wake = self.policy.next_wakeup()
+            wake = _earliest(self.policy.next_wakeup(), self.sender.next_wakeup())
             if blocked and (blocked_gen.blocked or generator.unthrottled):
                 # blocked on memory: wait for a response to free some, or max.block.ms
                 next_due = blocked_gen.deadline()
             candidates = [t for t in (wake, next_due) if t is not None]
             await self._sleep_until(min(candidates) if candidates else None)
-
-    def _buffered_bytes(self) -> int:
-        return self.accumulator.queued_bytes
 
     def _memory_full(self) -> bool:
         """No room for the next message: buffer.memory (Java-style in mode java) is used up."""
@@ -209,19 +244,49 @@ class Engine:
             return self.batch_memory.exhausted(self.accumulator.queued_batches)
         return self.accumulator.queued_bytes >= self.settings["buffer.memory"]
 
-    def _release_batches(self, count: int) -> None:
-        """Batches whose outcome is settled (or that are back in the queue) free their memory."""
+    def _sync_memory(self) -> None:
+        """Mode java: a batch holds batch.size of buffer.memory from its first send until
+        its outcome (retries included); queued batches are counted by the accumulator."""
         if self.batch_memory is not None:
-            self.batch_memory.held -= count
+            self.batch_memory.held = self.sender.pending
 
     async def _drain_everything(self) -> None:
-        while True:
+        """Send what is queued until every batch has its outcome (each is bounded by
+        delivery.timeout.ms), or until a stop request."""
+        while not self._stopping:
             now = self.loop.time()
+            self._apply(self.sender.poll(now))
             self._dispatch(self.policy.poll(now, self._free_slots()))
-            idle = not any(self._in_flight.values()) and self._pending_retries == 0
-            if self.accumulator.empty and idle:
+            if self.accumulator.empty and self.sender.pending == 0:
                 return
-            await self._sleep_until(self.policy.next_wakeup())
+            await self._sleep_until(
+                _earliest(self.policy.next_wakeup(), self.sender.next_wakeup()))
+
+    async def _watch_stop(self) -> None:
+        """A threading.Event cannot wake the loop: look at it often."""
+        assert self.stop is not None
+        while not self.stop.is_set():
+            await asyncio.sleep(STOP_CHECK_S)
+        self._stopping = True
+        self._wake()
+
+    async def _interrupt(self) -> None:
+        """Stopped: no more sends; in-flight requests get a short grace to be answered,
+        then what is still open is unknown (in flight) or failed (never sent)."""
+        self.metrics.complete = False
+        grace_end = self.loop.time() + min(STOP_GRACE_S, self.settings.request_timeout_s)
+        self.sender.stopped = True  # no new requests; responses are still taken
+        while self.sender.in_flight and self.loop.time() < grace_end:
+            await self._sleep_until(grace_end)
+            self._apply(self.sender.poll(self.loop.time()))
+        self._apply(self.sender.stop(INTERRUPTED))
+        queued = self.accumulator.take_all()
+        unknown = [b for b in queued if b.maybe_written]
+        never = [b for b in queued if not b.maybe_written]
+        if unknown:
+            self._apply([Unknown(unknown, INTERRUPTED)])
+        if never:
+            self._apply([Fail(never, INTERRUPTED)])
 
     async def _sleep_until(self, when: float | None) -> None:
         """Sleep until `when` or until a response wakes the loop, whichever comes first."""
@@ -242,8 +307,13 @@ class Engine:
         self._wake_event.set()
 
     def _free_slots(self) -> dict[int, int]:
-        limit = self.settings.max_in_flight
-        return {b: limit - n for b, n in self._in_flight.items() if limit - n > 0}
+        return self.sender.free_slots(self._brokers)
+
+    def _spawn(self, coroutine: Any) -> asyncio.Future[Any]:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     # ----------------------------------------------------------------- send
     def _dispatch(self, plans: list[RequestPlan]) -> None:
@@ -252,94 +322,129 @@ class Engine:
 
     def _send(self, plan: RequestPlan) -> None:
         now = self.loop.time()
-        if self.batch_memory is not None:
-            self.batch_memory.held += len(plan.batches)
-        by_topic: dict[str, list[tuple[int, bytes]]] = {}
-        records = size = 0
-        attempt = 0
+        outgoing, settled = self.sender.build(plan.broker, plan.batches, now)
+        self._apply(settled)
+        if outgoing is None:
+            return
+        records = size = attempt = 0
         oldest = now
         lingers: list[float] = []
-        for batch in plan.batches:
-            tp = self.slots[batch.slot]
-            payload = batch.seal()
-            by_topic.setdefault(tp.topic, []).append((tp.partition, payload))
+        for batch in outgoing.batches:
             records += batch.record_count
-            size += len(payload)
-            batch.attempts += 1
+            size += len(batch.seal())
             attempt = max(attempt, batch.attempts)
             oldest = min(oldest, batch.created)
             if batch.attempts == 1:
                 lingers.append(now - batch.created)
         acks = self.settings.acks
         request = ProduceRequest(
-            None, acks, int(self.settings.request_timeout_s * 1000), list(by_topic.items())
-        )
+            None, acks, int(self.settings.request_timeout_s * 1000), outgoing.partitions)
         try:
-            conn = self.cluster._conns[plan.broker]
-            future = conn.send(request, expect_response=acks != 0)
-        except Exception as exc:  # noqa: BLE001 - the connection is gone; retry the batches
-            self._settle_failed(plan.batches, _reason(exc), now)
-            self._schedule_refresh()
+            future = self.cluster.send(plan.broker, request, expect_response=acks != 0)
+        except Exception as exc:  # noqa: BLE001 - not written: retry the batches
+            self._apply(self.sender.on_send_error(outgoing.request_id, _reason(exc), now))
             return
         record = RequestRecord(
-            send_time_s=now - self.start, broker=plan.broker, partitions=len(plan.batches),
+            send_time_s=now - self.start, broker=plan.broker, partitions=len(outgoing.batches),
             records=records, bytes=size, reason=plan.reason,
             linger_ms=(now - oldest) * 1000, attempt=attempt,
         )
+        self._sync_memory()
         self.metrics.record_request(record)
         self.metrics.batch_linger.record_seconds(np.asarray(lingers))
-        self._count_topics(plan.batches)
-        self._in_flight[plan.broker] += 1
-        task = asyncio.ensure_future(future)
-        self._tasks.add(task)
-        task.add_done_callback(partial(self._on_response, plan, record, now))
+        self._count_topics(outgoing.batches)
+        task = self._spawn(future)
+        task.add_done_callback(partial(self._on_response, outgoing.request_id, plan.broker,
+                                       record, now))
 
-    def _on_response(
-        self, plan: RequestPlan, record: RequestRecord, sent_at: float, task: asyncio.Future[Any]
-    ) -> None:
-        self._tasks.discard(task)
-        self._in_flight[plan.broker] -= 1
+    def _on_response(self, request_id: int, broker: int, record: RequestRecord,
+                     sent_at: float, task: asyncio.Future[Any]) -> None:
         self._wake()
         if task.cancelled():
-            return
+            return  # the run is over
+        exc = task.exception()  # retrieved even when unused: asyncio would log it
+        if request_id not in self.sender.in_flight:
+            return  # the sender gave the request up already (timeout, closed connection)
         now = self.loop.time()
-        exc = task.exception()
         if exc is not None:
-            self.policy.on_response(plan.broker, now - sent_at, now, 0, True)
-            self._settle_failed(plan.batches, _reason(exc), now)
-            self._schedule_refresh()
+            self.policy.on_response(broker, now - sent_at, now, 0, True)
+            self._apply(self.sender.on_request_failed(request_id, _reason(exc), now))
             return
         record.rtt_ms = (now - sent_at) * 1000
         self.metrics.rtt.record_us(int(record.rtt_ms * 1000))
         response = task.result()
-        if response is None:  # acks=0: written is as acknowledged as it gets
-            self.policy.on_response(plan.broker, now - sent_at, now, 0, False)
-            self._acknowledge_all(plan.broker, [(batch, -1) for batch in plan.batches], now)
+        if response is None:  # acks=0
+            self.policy.on_response(broker, now - sent_at, now, 0, False)
+            self._apply(self.sender.on_response(request_id, None, now)[0])
             return
         outcome: dict[tuple[str, int], tuple[int, int]] = {}
         for topic, partitions in response.topics:
             for partition_response in partitions:
                 partition, error_code, offset = partition_response[:3]
                 outcome[(topic, partition)] = (error_code, offset)
-        leader_trouble = False
-        acknowledged: list[tuple[ProducerBatch, int]] = []
-        for batch in plan.batches:
-            tp = self.slots[batch.slot]
-            error_code, offset = outcome.get((tp.topic, tp.partition), (-2, -1))
-            if error_code == 0:
-                acknowledged.append((batch, offset))
-            elif error_code == -2:
-                self._settle_failed([batch], "missing_in_response", now)
+        actions, all_ok = self.sender.on_response(request_id, outcome, now)
+        self.policy.on_response(broker, now - sent_at, now,
+                                getattr(response, "throttle_time_ms", 0) or 0, not all_ok)
+        self._apply(actions)
+
+    def _apply(self, actions: list[Action]) -> None:
+        """Carry out what the sender decided."""
+        if not actions:
+            return
+        self._sync_memory()
+        now = self.loop.time()
+        for action in actions:
+            if isinstance(action, Acknowledge):
+                self._acknowledge_all(action.broker, action.batches, now)
+            elif isinstance(action, Hold):
+                self.accumulator.hold(action.slot)
+            elif isinstance(action, Retry):
+                self.accumulator.requeue_front(action.batch)
+                if action.release:
+                    self.accumulator.release(action.batch.slot)
+                self.policy.on_requeue(action.batch.slot, now)
+                self._wake()
+            elif isinstance(action, Fail | Unknown | Written):
+                self._settle(action)
+            elif isinstance(action, CloseConnection):
+                self.cluster.close_connection(action.broker)
+            elif isinstance(action, RefreshMetadata):
+                self._schedule_refresh()
+            elif isinstance(action, InitProducerId):
+                self._spawn(self._init_producer_id())
+
+    def _settle(self, action: Fail | Unknown | Written) -> None:
+        """Batches that end failed, unknown or (acks=0) written without acknowledgement."""
+        count = sum(batch.record_count for batch in action.batches)
+        if isinstance(action, Written):
+            self.metrics.messages_sent_unacknowledged += count
+        elif isinstance(action, Unknown):
+            self.metrics.unknown(count, action.reason)
+        else:
+            self.metrics.fail(count, action.reason)
+        for batch in action.batches:
+            topic = self.slot_metrics[batch.slot]
+            if isinstance(action, Written):
+                topic.sent_unacknowledged += batch.record_count
+            elif isinstance(action, Unknown):
+                topic.unknown += batch.record_count
             else:
-                error = for_code(error_code)
-                leader_trouble = True
-                self._settle_failed([batch], error.__name__, now, retriable=error.retriable)
-        self.policy.on_response(plan.broker, now - sent_at, now,
-                                getattr(response, "throttle_time_ms", 0) or 0,
-                                len(acknowledged) < len(plan.batches))
-        self._acknowledge_all(plan.broker, acknowledged, now)
-        if leader_trouble:
-            self._schedule_refresh()
+                topic.failed += batch.record_count
+
+    async def _init_producer_id(self) -> None:
+        """A new epoch (or producer id) after unresolved sequences; retried until it works
+        (every waiting batch is bounded by delivery.timeout.ms meanwhile)."""
+        backoff = self.settings["retry.backoff.ms"] / 1000
+        while True:
+            try:
+                producer_id, epoch = await self.cluster.init_producer_id(
+                    self.sender.id.producer_id, self.sender.id.epoch)
+            except Exception:  # noqa: BLE001 - the broker may be away for a while
+                await asyncio.sleep(max(backoff, 0.05))
+                continue
+            self._apply(self.sender.on_producer_id(producer_id, epoch))
+            self._wake()
+            return
 
     def _count_topics(self, batches: list[ProducerBatch]) -> None:
         """Per-topic request figures: a request counts once for each topic it carries."""
@@ -377,7 +482,6 @@ class Engine:
         self.policy.on_acknowledged(
             broker, np.concatenate(all_latencies) if len(all_latencies) > 1
             else all_latencies[0], now)
-        self._release_batches(len(acknowledged))
         for batch, offset in acknowledged:
             self.metrics.messages_acked += batch.record_count
             if self.deliveries is not None:
@@ -385,43 +489,9 @@ class Engine:
                 self.deliveries.append(
                     Delivery(tp.topic, tp.partition, offset, batch.ids.tolist()))
 
-    def _settle_failed(
-        self, batches: list[ProducerBatch], reason: str, now: float, retriable: bool = True
-    ) -> None:
-        """Retry each batch if allowed and in time; otherwise count its messages as failed."""
-        settings = self.settings
-        for batch in batches:
-            age = now - batch.created
-            final = (not retriable or batch.attempts > settings["retries"]
-                     or age + settings["retry.backoff.ms"] / 1000 > settings.delivery_timeout_s)
-            if final:
-                self.slot_metrics[batch.slot].failed += batch.record_count
-            if not retriable:
-                self.metrics.fail(batch.record_count, reason)
-                self._release_batches(1)
-            elif batch.attempts > settings["retries"]:
-                self.metrics.fail(batch.record_count, f"{reason} (retries exhausted)")
-                self._release_batches(1)
-            elif age + settings["retry.backoff.ms"] / 1000 > settings.delivery_timeout_s:
-                self.metrics.fail(batch.record_count, f"{reason} (delivery.timeout.ms)")
-                self._release_batches(1)
-            else:
-                self._pending_retries += 1
-                self.loop.call_later(
-                    settings["retry.backoff.ms"] / 1000, self._requeue, batch
-                )
-
-    def _requeue(self, batch: ProducerBatch) -> None:
-        self._pending_retries -= 1
-        self._release_batches(1)
-        self.accumulator.requeue_front(batch)
-        self.policy.on_requeue(batch.slot, self.loop.time())
-        self._wake()
-
     def _schedule_refresh(self) -> None:
         if self._refreshing is None or self._refreshing.done():
-            self._refreshing = asyncio.ensure_future(self._refresh_leaders())
-            self._tasks.add(self._refreshing)
+            self._refreshing = self._spawn(self._refresh_leaders())
 
     async def _refresh_leaders(self) -> None:
         """After leader errors or a lost connection: re-read leaders, reconnect, carry on."""
@@ -434,7 +504,7 @@ class Engine:
             for broker in set(leaders):
                 if broker >= 0:
                     await self.cluster.connection(broker)
-                    self._in_flight.setdefault(broker, 0)
+                    self._brokers.add(broker)
             self.leaders[:] = leaders
             self.policy.set_leaders(self.leaders)
         except (TimeoutError, BrokerError, OSError, Exception):  # noqa: BLE001
@@ -456,7 +526,7 @@ class Engine:
                 generated=m.messages_generated,
                 acknowledged=m.messages_acked,
                 failed=m.messages_failed,
-                in_flight_requests=sum(self._in_flight.values()),
+                in_flight_requests=len(self.sender.in_flight),
                 requests_sent=len(m.requests),
                 p99_ms=m.latency.percentile_ms(99) if m.latency.count else 0.0,
                 target_messages=self._intended,
@@ -468,6 +538,11 @@ class Engine:
         extra: dict[str, Any] = {"messages_intended": self._intended
                                  or self.metrics.messages_generated,
                                  "target_msgs_per_s": run_target_rate(self.workload)}
+        state = self.sender.id
+        self.metrics.idempotence = {
+            "enabled": self.settings.idempotent, "producer_id": state.producer_id,
+            "producer_epoch": state.epoch, "epoch_bumps": state.epoch_bumps,
+        }
         collector = self.policy.stats()
         if collector:
             extra["json"] = {self.policy.stats_key: collector}
@@ -488,7 +563,14 @@ class Engine:
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, asyncio.TimeoutError):
         return "request_timeout"
+    if isinstance(exc, KafkaConnectionError):
+        return "connection_lost"
     return type(exc).__name__
+
+
+def _earliest(*times: float | None) -> float | None:
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
 
 
 async def run_async(
@@ -498,15 +580,17 @@ async def run_async(
     bootstrap: str,
     on_progress: Callable[[Progress], None] | None = None,
     deliveries: list[Delivery] | None = None,
+    stop: threading.Event | None = None,
 ) -> Results:
-    """Run one workload in one mode against the cluster at `bootstrap`."""
+    """Run one workload in one mode against the cluster at `bootstrap`. Setting `stop`
+    ends the run early (see README, 'Delivery'); its Results say `complete: false`."""
     if mode == "librdkafka":  # the real client as a reference, same generator and Results
         from producer_core import librdkafka_engine
 
         return await librdkafka_engine.run_async(
-            workload, settings, mode, bootstrap, on_progress, deliveries)
+            workload, settings, mode, bootstrap, on_progress, deliveries, stop)
     cluster = Cluster.for_settings(bootstrap, settings)
-    engine = Engine(workload, settings, mode, cluster, on_progress, deliveries)
+    engine = Engine(workload, settings, mode, cluster, on_progress, deliveries, stop)
     return await engine.run()
 
 
@@ -517,6 +601,8 @@ def run(
     bootstrap: str,
     on_progress: Callable[[Progress], None] | None = None,
     deliveries: list[Delivery] | None = None,
+    stop: threading.Event | None = None,
 ) -> Results:
     """The engine as a library call: `run(workload, settings, mode, bootstrap) -> Results`."""
-    return asyncio.run(run_async(workload, settings, mode, bootstrap, on_progress, deliveries))
+    return asyncio.run(
+        run_async(workload, settings, mode, bootstrap, on_progress, deliveries, stop))

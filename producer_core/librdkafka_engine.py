@@ -42,7 +42,13 @@ from typing import Any
 import numpy as np
 
 from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
-from producer_core.engine import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
+from producer_core.engine import (
+    PROGRESS_INTERVAL_S,
+    START_LEAD_S,
+    STOP_GRACE_S,
+    Delivery,
+    Progress,
+)
 from producer_core.errors import BrokerError, ConfigError, UsageError
 from producer_core.generator import Generator
 from producer_core.intervals import IntervalRecorder, Tally, run_tally, topic_tally
@@ -55,10 +61,17 @@ from producer_core.transport import Cluster
 from producer_core.workload import TopicSpec, Workload
 
 STATS_INTERVAL_MS = 1000
+PRODUCER_ID_WAIT_S = 10.0
 """librdkafka statistics interval; the run ends with one more interval after the last ack."""
 QUEUE_FULL_REASON = "max.block.ms (librdkafka queue full)"
 MESSAGE_MAX_BYTES = 1_000_000_000
-ALWAYS_PASSED = ("acks", "client.id")
+ALWAYS_PASSED = ("acks", "client.id", "enable.idempotence")
+"""Passed even at their defaults: kbatch's defaults (Java's) differ from librdkafka's."""
+
+UNKNOWN_ERRORS = frozenset({"_MSG_TIMED_OUT", "_PURGE_INFLIGHT"})
+"""Delivery-report errors after which the message may have been written: librdkafka's
+Python binding does not expose the message's persistence status, so a timed-out message
+(which may have been in flight) and one purged in flight count as unknown, not failed."""
 
 _FATAL_CODES = frozenset({-169, -181})  # _AUTHENTICATION, _SSL
 """librdkafka errors that no retry cures: the run stops with a clear error instead."""
@@ -173,7 +186,7 @@ class _ProduceSink:
                         break
                     poll(min(max((blocked.deadline() or t) - t, 0.001), 0.01))
                     run._collect()
-                    if run.stop.is_set():
+                    if run._stopping():
                         return []
                     continue
                 except KafkaException as exc:  # refused at once: it fails, with its reason
@@ -204,6 +217,9 @@ class LibrdkafkaRun:
         self.deliveries = deliveries
         self.metrics = RunMetrics()
         self.stop = threading.Event()
+        """Set from outside (a signal, a cancelled task): stop early, keep partial results."""
+        self.halt = threading.Event()
+        """Set from inside on an error no retry cures: stop and raise it."""
         self.clock = time.monotonic
         self.start = 0.0
         self._warmup_until = 0.0
@@ -233,7 +249,9 @@ class LibrdkafkaRun:
         self._rtt_max = 0.0
         self._errors: Counter[str] = Counter()
         self._fatal: str | None = None
+        self._idempotence_state = ""
         self.config, self.used_settings = librdkafka_config(settings)
+        self.metrics.idempotence = {"enabled": settings.idempotent}
         self.intervals = IntervalRecorder.for_callback(on_progress)
 
     # ----------------------------------------------------------------- setup
@@ -252,8 +270,17 @@ class LibrdkafkaRun:
         now = self.clock()
         self._last_delivery = now
         if err is not None:
-            self.metrics.fail(1, err.name())
-            self.topic_of[slot].failed += 1
+            reason = err.name()
+            if self._stopping() and reason in ("_PURGE_QUEUE", "_PURGE_INFLIGHT"):
+                reason, unknown = "interrupted", reason == "_PURGE_INFLIGHT"
+            else:
+                unknown = reason in UNKNOWN_ERRORS
+            if unknown:
+                self.metrics.unknown(1, reason)
+                self.topic_of[slot].unknown += 1
+            else:
+                self.metrics.fail(1, reason)
+                self.topic_of[slot].failed += 1
             return
         self.metrics.messages_acked += 1
         self.topic_of[slot].acknowledged += 1
@@ -263,16 +290,20 @@ class LibrdkafkaRun:
             self.deliveries.append(
                 Delivery(msg.topic(), msg.partition(), msg.offset(), [message_id]))
 
+    def _stopping(self) -> bool:
+        return self.stop.is_set() or self.halt.is_set()
+
     def _on_error(self, err: Any) -> None:
         self._errors[err.name()] += 1
         if err.code() in _FATAL_CODES and self._fatal is None:
             # librdkafka would retry until delivery.timeout.ms; the user's settings are wrong
             self._fatal = scrub(err.str(), self.config)
-            self.stop.set()
+            self.halt.set()
 
     def _on_stats(self, text: str) -> None:
         stats = json.loads(text)
         self._stats_seen += 1
+        self._idempotence_state = stats.get("eos", {}).get("idemp_state", "")
         for broker in stats.get("brokers", {}).values():
             node = broker.get("nodeid", -1)
             if node < 0:  # bootstrap and internal entries send no Produce
@@ -300,6 +331,7 @@ class LibrdkafkaRun:
     def run(self) -> Results:
         producer = self._producer()
         try:
+            self._await_producer_id(producer)
             generator = Generator(self.workload, self.first_slots,
                                   _ProduceSink(self, producer),  # type: ignore[arg-type]
                                   _NoPolicy(), self.metrics)  # type: ignore[arg-type]
@@ -317,15 +349,31 @@ class LibrdkafkaRun:
             self._final_stats(producer)
             self.intervals.finish(end)  # after the statistics that hold the last requests
         finally:
-            if self.stop.is_set():
+            if self._stopping():  # stopped: a short grace for what is in flight, then purge
+                self.metrics.complete = False
+                producer.flush(min(STOP_GRACE_S, self.settings.request_timeout_s))
                 producer.purge()
                 producer.poll(0)
+                producer.flush(0)
+                self._collect()
+                end = self.clock()
             producer.close()
         if self._fatal is not None:
             raise BrokerError(
                 f"librdkafka could not connect securely to {self.bootstrap} "
                 f"({self.settings.security.describe()}): {self._fatal}.")
         return self._results(end)
+
+    def _await_producer_id(self, producer: Any) -> None:
+        """With idempotence librdkafka fetches a producer id before it sends anything; the
+        schedule starts once it has one (as the engine's does), read from its statistics,
+        so the first messages' latency does not include that set-up."""
+        if not self.settings.idempotent:
+            return
+        deadline = self.clock() + PRODUCER_ID_WAIT_S
+        while (self._idempotence_state != "Assigned" and self.clock() < deadline
+               and not self._stopping()):
+            producer.poll(0.05)
 
     def _collect(self) -> None:
         """Move latencies taken in callbacks into the histograms; report progress."""
@@ -363,7 +411,7 @@ class LibrdkafkaRun:
     def _generate(self, generator: Generator, producer: Any) -> None:
         """The engine's generator loop, with librdkafka's `poll` as the only wait."""
         clock, poll = self.clock, producer.poll
-        while not self.stop.is_set():
+        while not self._stopping():
             now = clock()
             if generator.due(now) > 0:
                 generator.generate(now)
@@ -382,7 +430,7 @@ class LibrdkafkaRun:
         """Flush (librdkafka then sends at once, ignoring linger.ms, as the engine's flush
         does) and serve delivery reports until every message is acknowledged or failed."""
         deadline = self.clock() + self.settings.delivery_timeout_s + 60.0
-        while producer.flush(0.05) > 0 and not self.stop.is_set():
+        while producer.flush(0.05) > 0 and not self._stopping():
             self._collect()
             if self.clock() > deadline:
                 break
@@ -393,7 +441,7 @@ class LibrdkafkaRun:
         """Wait for one more statistics emit, so the counts include every request."""
         seen = self._stats_seen
         deadline = self.clock() + 3 * STATS_INTERVAL_MS / 1000.0
-        while self._stats_seen == seen and self.clock() < deadline and not self.stop.is_set():
+        while self._stats_seen == seen and self.clock() < deadline and not self._stopping():
             producer.poll(0.05)
         if self._stats_seen == seen:
             self._errors["no final statistics"] += 1
@@ -481,10 +529,13 @@ async def run_async(
     bootstrap: str,
     on_progress: Callable[[Progress], None] | None = None,
     deliveries: list[Delivery] | None = None,
+    stop: threading.Event | None = None,
 ) -> Results:
     """Run one workload through librdkafka; the same call and Results as the engine's."""
     _check_message_fits(workload.topic_specs(), settings)
     runner = LibrdkafkaRun(workload, settings, bootstrap, on_progress, deliveries)
+    if stop is not None:
+        runner.stop = stop
     cluster = Cluster.for_settings(bootstrap, settings)
     try:
         await cluster.connect()

@@ -67,6 +67,8 @@ class TopicMetrics:
     generated: int = 0
     acknowledged: int = 0
     failed: int = 0
+    unknown: int = 0
+    sent_unacknowledged: int = 0
     discarded: int = 0
     discard_reasons: Counter[str] = field(default_factory=Counter)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -84,7 +86,8 @@ class TopicMetrics:
             "msgs_per_req": round(self.records_sent / self.requests, 3) if self.requests else 0.0,
             "messages": {
                 "sent": self.generated, "acknowledged": self.acknowledged,
-                "failed": self.failed, "discarded": self.discarded,
+                "failed": self.failed, "unknown": self.unknown,
+                "sent_unacknowledged": self.sent_unacknowledged, "discarded": self.discarded,
                 "discard_reasons": dict(self.discard_reasons),
             },
             "achieved_msgs_per_s": round(self.acknowledged / duration_s, 1) if duration_s else 0.0,
@@ -125,6 +128,24 @@ class RunMetrics:
     """Key and value bytes of the messages generated: compression's input."""
     intervals: Any = None
     """The run's `intervals.IntervalRecorder`, if one ran (its `to_dict` goes in the JSON)."""
+    messages_unknown: int = 0
+    """Timed out (or cut off) after they may have been written: outcome unknown."""
+    unknown_reasons: Counter[str] = field(default_factory=Counter)
+    messages_sent_unacknowledged: int = 0
+    """acks=0: written to the wire, no acknowledgement asked for."""
+    complete: bool = True
+    """False when the run was stopped before its end (a signal)."""
+    idempotence: dict[str, Any] = field(default_factory=lambda: {"enabled": False})
+    """enabled, producer_id, producer_epoch, epoch_bumps (results JSON `idempotence`)."""
+
+    def settled(self) -> int:
+        """Messages with an outcome: every generated message ends in exactly one of these."""
+        return (self.messages_acked + self.messages_failed + self.messages_unknown
+                + self.messages_sent_unacknowledged + self.messages_discarded)
+
+    def unknown(self, count: int, reason: str) -> None:
+        self.messages_unknown += count
+        self.unknown_reasons[reason] += count
 
     def discard(self, topic: str, count: int, reason: str) -> None:
         """Messages a mode chose not to send (Bruce's rate limit): counted, never lost."""
@@ -245,6 +266,9 @@ class Results:
                 "acknowledged": m.messages_acked,
                 "failed": m.messages_failed,
                 "failed_reasons": dict(m.failed_reasons),
+                "unknown": m.messages_unknown,
+                "unknown_reasons": dict(m.unknown_reasons),
+                "sent_unacknowledged": m.messages_sent_unacknowledged,
                 "discarded": m.messages_discarded,
                 "discard_reasons": dict(m.discard_reasons),
             },
@@ -280,6 +304,8 @@ class Results:
             },
             "topics": {name: t.to_dict(self.duration_s) for name, t in m.topics.items()},
             **({"intervals": m.intervals.to_dict()} if m.intervals is not None else {}),
+            "complete": m.complete,
+            "idempotence": dict(m.idempotence),
             "warnings": self.warnings,
             **self.extra.get("json", {}),
         }

@@ -45,8 +45,11 @@ def run_warnings(metrics: RunMetrics, workload: Workload, blocked_on: str) -> li
             "include that lag."
         )
     if metrics.messages_failed:
-        warnings.append(f"{metrics.messages_failed} messages failed: "
+        warnings.append(f"{metrics.messages_failed} messages failed (not written): "
                         f"{dict(metrics.failed_reasons)}.")
+    if metrics.messages_unknown:
+        warnings.append(f"{metrics.messages_unknown} messages have an unknown outcome (they "
+                        f"may have been written): {dict(metrics.unknown_reasons)}.")
     if metrics.blocked_episodes:
         warnings.append(
             f"The generator was blocked on {blocked_on} for {metrics.blocked_s * 1000:.1f} ms "

@@ -42,9 +42,9 @@ from producer_core.metrics import (
 HISTOGRAMS = ("latency", "generator_lag", "linger", "rtt", "batch_linger")
 COUNTERS = ("retried_requests", "records_sent", "bytes_sent", "messages_generated",
             "messages_acked", "messages_failed", "blocked_s", "blocked_episodes",
-            "messages_discarded")
+            "messages_discarded", "messages_unknown", "messages_sent_unacknowledged")
 TOPIC_COUNTERS = ("requests", "records_sent", "bytes_sent", "generated", "acknowledged",
-                  "failed", "discarded")
+                  "failed", "discarded", "unknown", "sent_unacknowledged")
 PAYLOAD_COUNTERS = ("payload_bytes",)
 """Counters of RunMetrics and TopicMetrics alike (key and value bytes generated)."""
 _SUMMARY_KEY = re.compile(r"(?:^|_)(mean|max|min|p\d+)(?:_|$)")
@@ -71,6 +71,9 @@ def to_payload(results: Results) -> dict[str, Any]:
         "counters": {name: getattr(m, name) for name in COUNTERS},
         "blocked_max_s": m.blocked_max_s,
         "failed_reasons": dict(m.failed_reasons),
+        "unknown_reasons": dict(m.unknown_reasons),
+        "complete": m.complete,
+        "idempotence": dict(m.idempotence),
         "discard_reasons": dict(m.discard_reasons),
         "requests_by_broker": dict(m.requests_by_broker),
         "histograms": {name: getattr(m, name).encode() for name in HISTOGRAMS},
@@ -96,6 +99,9 @@ def from_payload(payload: dict[str, Any]) -> Results:
     if payload.get("intervals"):
         m.intervals = Series(payload["intervals"])
     m.failed_reasons.update(payload["failed_reasons"])
+    m.unknown_reasons.update(payload["unknown_reasons"])
+    m.complete = payload["complete"]
+    m.idempotence = dict(payload["idempotence"])
     m.discard_reasons.update(payload["discard_reasons"])
     m.requests_by_broker.update({int(k): v for k, v in payload["requests_by_broker"].items()})
     for name, blob in payload["histograms"].items():
@@ -130,6 +136,10 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
     if not shares:
         raise ValueError("nothing to merge")
     m = RunMetrics()
+    # each share is its own producer: its id differs; whether idempotence was on does not
+    m.idempotence = {"enabled": shares[0].metrics.idempotence.get("enabled", False),
+                     "epoch_bumps": sum(s.metrics.idempotence.get("epoch_bumps", 0)
+                                        for s in shares)}
     for share in shares:
         s = share.metrics
         m.requests.extend(s.requests)
@@ -139,6 +149,8 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         m.blocked_max_s = max(m.blocked_max_s, s.blocked_max_s)
         m.payload_bytes += s.payload_bytes
         m.failed_reasons.update(s.failed_reasons)
+        m.unknown_reasons.update(s.unknown_reasons)
+        m.complete = m.complete and s.complete
         m.discard_reasons.update(s.discard_reasons)
         for name in HISTOGRAMS:
             getattr(m, name).merge(getattr(s, name))

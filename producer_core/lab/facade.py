@@ -5,7 +5,9 @@ to backend k, and every request it sends is forwarded there unchanged, so a Prod
 Fetch for a partition reaches the backend of the node that "leads" it. The exceptions:
 topic creation and deletion go to every backend (answers merged), and a Metadata request
 that names topics goes to every backend too (Tansu creates unknown topics on Metadata, and
-that must happen everywhere or nowhere); the client gets backend k's answer. Responses
+that must happen everywhere or nowhere); the client gets backend k's answer. So does
+InitProducerId: every backend then knows the idempotent producer's id (they hand ids out
+in the same order, since every InitProducerId reaches them all). Responses
 that name brokers are rewritten (``protocol``), and every response is held back by the
 delay model (``delay``) while keeping the connection's order.
 
@@ -33,6 +35,7 @@ from producer_core.lab.layout import Layout, Node
 from producer_core.loop_thread import LoopThread
 
 _SIZE = struct.Struct(">i")
+API_INIT_PRODUCER_ID = 22
 MAX_FRAME_BYTES = 128 * 1024 * 1024
 #: StreamReader buffer limit: asyncio pauses reading at twice this, so with the 64 KiB
 #: default a 1 MB ProduceRequest arrives in many pause/resume rounds; large frames are
@@ -312,6 +315,8 @@ class Facade:
             protocol.check_version(info.api_key, info.api_version)
             return everyone, None
         if info.api_key == protocol.API_METADATA and protocol.metadata_topics(info, frame):
+            return everyone, None
+        if info.api_key == API_INIT_PRODUCER_ID:  # producer ids are cluster-wide
             return everyone, None
         if info.api_key == protocol.API_FIND_COORDINATOR:
             return [node_id], protocol.coordinator_key(info, frame)

@@ -32,7 +32,9 @@ def test_librdkafka_counts_latencies_and_wire_agree(counted_broker):
     assert doc["mode"] == "librdkafka"
     assert doc["messages"] == {"intended": total, "sent": total, "acknowledged": total,
                                "failed": 0, "failed_reasons": {}, "discarded": 0,
-                               "discard_reasons": {}}
+                               "discard_reasons": {}, "unknown": 0, "unknown_reasons": {},
+                               "sent_unacknowledged": 0}
+    assert doc["complete"] is True and doc["idempotence"] == {"enabled": True}
     # librdkafka's own count of Produce requests is the wire's
     assert results.requests_sent == proxy.produce_requests
     assert sum(doc["requests_by_broker"].values()) == results.requests_sent
@@ -47,7 +49,8 @@ def test_librdkafka_counts_latencies_and_wire_agree(counted_broker):
     assert 1.0 < latency["p50_ms"] < 200.0 and latency["p99_ms"] < 1000.0
     assert latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
     assert doc["librdkafka"]["config"]["linger.ms"] == "20"
-    assert doc["settings"] == {"acks": "1", "client.id": "kbatch", "linger.ms": 20}
+    assert doc["settings"] == {"acks": "all", "client.id": "kbatch", "linger.ms": 20,
+                               "enable.idempotence": "true"}
 
     # every message is in the topic once, at the partition and offset reported, and keys
     # were partitioned exactly as the engine does (Java murmur2)

@@ -11,8 +11,42 @@ from producer_core.workload import Workload, message_id_of
 def test_defaults_follow_kafka_names() -> None:
     s = build_settings()
     assert s["linger.ms"] == 5 and s["batch.size"] == 16384
-    assert s.acks == 1 and s.max_in_flight == 5
+    assert s.acks == -1 and s.max_in_flight == 5
     assert s.max_partitions_per_request is None
+
+
+def test_delivery_defaults_are_javas_since_3_0() -> None:
+    s = build_settings()
+    assert s.idempotent and s["acks"] == "all"
+    assert s["retries"] == 2147483647 and s["delivery.timeout.ms"] == 120000
+    assert s.warnings == ()
+
+
+@pytest.mark.parametrize("pairs", [
+    [("enable.idempotence", "true"), ("acks", "1")],
+    [("enable.idempotence", "true"), ("acks", "0")],
+    [("enable.idempotence", "true"), ("max.in.flight.requests.per.connection", "6")],
+])
+def test_explicit_idempotence_with_a_conflicting_setting_is_an_error(pairs) -> None:
+    with pytest.raises(ConfigError, match="enable.idempotence=true needs acks=all"):
+        build_settings(pairs)
+
+
+@pytest.mark.parametrize(("pairs", "cause"), [
+    ([("acks", "1")], "acks=1"),
+    ([("max.in.flight.requests.per.connection", "10")],
+     "max.in.flight.requests.per.connection=10"),
+])
+def test_default_idempotence_gives_way_to_a_conflicting_setting_with_a_warning(
+        pairs, cause) -> None:
+    s = build_settings(pairs)
+    assert not s.idempotent
+    assert any("idempotence is off" in w and cause in w for w in s.warnings)
+
+
+def test_idempotence_off_and_acks_1_is_the_old_behaviour_without_warnings() -> None:
+    s = build_settings([("enable.idempotence", "false"), ("acks", "1")])
+    assert not s.idempotent and s.acks == 1 and s.warnings == ()
 
 
 def test_overrides_are_converted() -> None:

@@ -23,6 +23,7 @@ def test_explicit_settings_are_passed_under_librdkafka_names():
     config, used = librdkafka_config(settings)
     assert config == {
         "acks": "all", "client.id": "kbatch", "linger.ms": "500", "batch.size": "65536",
+        "enable.idempotence": "true",
         "batch.num.messages": "500", "max.in.flight.requests.per.connection": "3",
         "compression.type": "lz4", "message.max.bytes": "2000000",
         "queue.buffering.max.kbytes": "1025",
@@ -30,10 +31,16 @@ def test_explicit_settings_are_passed_under_librdkafka_names():
     assert used["max.request.size"] == 2000000 and used["max.block.ms"] == 10
 
 
-def test_defaults_stay_librdkafkas_except_acks_and_client_id():
+def test_defaults_stay_librdkafkas_except_delivery_and_client_id():
     config, used = librdkafka_config(build_settings(mode="librdkafka"))
-    assert config == {"acks": "1", "client.id": "kbatch"}
-    assert used == {"acks": "1", "client.id": "kbatch"}
+    expected = {"acks": "all", "client.id": "kbatch", "enable.idempotence": "true"}
+    assert config == expected and used == expected
+
+
+def test_idempotence_off_is_passed_on():
+    config, _ = librdkafka_config(build_settings(
+        [("enable.idempotence", "false"), ("acks", "1")], mode="librdkafka"))
+    assert config["enable.idempotence"] == "false" and config["acks"] == "1"
 
 
 @pytest.mark.parametrize("key", ["broker.linger.ms", "broker.batch.max.partitions",

@@ -1,0 +1,53 @@
+"""A finished run's exit code: what the results say about delivery, not only whether it ran.
+
+The codes (README, 'Exit codes'): 0 ok; 3 some messages failed or have an unknown outcome
+(`--allow-failures` keeps 0 for runs that expect faults; they are still printed); 4
+`--verify` found a problem (an acknowledged message missing, or a duplicate or reorder
+with idempotence on), whatever `--allow-failures` says, because the run was told its data
+was safe. A run stopped by a signal exits 128 + the signal (130 SIGINT, 143 SIGTERM).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+EXIT_OK = 0
+EXIT_UNDELIVERED = 3
+EXIT_VERIFY = 4
+
+
+def undelivered(run: Mapping[str, Any]) -> int:
+    """Messages of one run that failed or whose outcome is unknown."""
+    messages = run.get("messages", {})
+    return int(messages.get("failed", 0)) + int(messages.get("unknown", 0))
+
+
+def verify_problems(run: Mapping[str, Any]) -> list[str]:
+    verify = run.get("verify")
+    return list(verify.get("problems", [])) if isinstance(verify, Mapping) else []
+
+
+def exit_code(runs: Iterable[Mapping[str, Any]], allow_failures: bool) -> tuple[int, list[str]]:
+    """The exit code of runs that finished, and the sentences that explain it."""
+    runs = list(runs)
+    reasons: list[str] = []
+    code = EXIT_OK
+    for run in runs:
+        label = f"mode {run.get('mode')}" + (f" round {run['round']}" if "round" in run else "")
+        problems = verify_problems(run)
+        if problems:
+            code = EXIT_VERIFY
+            reasons.append(f"--verify ({label}): " + "; ".join(problems) + ".")
+    lost = sum(undelivered(run) for run in runs)
+    if lost:
+        messages = [run.get("messages", {}) for run in runs]
+        failed = sum(int(m.get("failed", 0)) for m in messages)
+        unknown = sum(int(m.get("unknown", 0)) for m in messages)
+        text = f"{failed:,} messages failed and {unknown:,} have an unknown outcome"
+        if allow_failures:
+            reasons.append(text + " (allowed by --allow-failures).")
+        else:
+            reasons.append(text + ".")
+            code = code or EXIT_UNDELIVERED
+    return code, reasons
