@@ -33,6 +33,9 @@ from producer_core.topic_creation import (
 )
 
 CONNECT_TIMEOUT_S = 10.0
+INIT_PRODUCER_ID_TIMEOUT_S = 30.0
+"""How long InitProducerId is asked again while the broker answers a retriable error."""
+INIT_PRODUCER_ID_BACKOFF_S = 0.1
 TOPIC_ALREADY_EXISTS = 36
 LATEST_OFFSET = -1  # ListOffsets timestamp meaning "the log end"
 RETRIABLE_METADATA_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
@@ -128,16 +131,26 @@ class Cluster:
         if conn is not None:
             conn.close()
 
-    async def init_producer_id(self, producer_id: int = -1, epoch: int = -1) -> tuple[int, int]:
+    async def init_producer_id(self, producer_id: int = -1, epoch: int = -1,
+                               timeout_s: float = INIT_PRODUCER_ID_TIMEOUT_S
+                               ) -> tuple[int, int]:
         """InitProducerId without a transactional id: (producer id, epoch) for an
         idempotent producer; given the current ones, the broker bumps the epoch (KIP-360).
-        Any broker can answer."""
-        conn = await self._any_conn()
-        response = await conn.send(IdempotentInitProducerId(producer_id, epoch))
-        if response.error_code:
+        Any broker can answer. Retriable errors (a fresh Kafka cluster answers
+        COORDINATOR_LOAD_IN_PROGRESS while its internal topics load) are asked again after
+        a pause, as Java's TransactionManager does, for at most `timeout_s`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            conn = await self._any_conn()
+            response = await conn.send(IdempotentInitProducerId(producer_id, epoch))
+            if not response.error_code:
+                return response.producer_id, response.producer_epoch
             error = for_code(response.error_code)
-            raise BrokerError(f"InitProducerId was refused: {error.__name__}.")
-        return response.producer_id, response.producer_epoch
+            if not error.retriable or loop.time() >= deadline:
+                waited = "" if not error.retriable else f" for {timeout_s:g} s"
+                raise BrokerError(f"InitProducerId was refused{waited}: {error.__name__}.")
+            await asyncio.sleep(INIT_PRODUCER_ID_BACKOFF_S)
 
     async def connect(self) -> ClusterView:
         """Reach any bootstrap server and read the cluster's brokers, within a bounded time."""
