@@ -58,13 +58,13 @@ def pause(broker: EmbeddedBroker, at_s: float, for_s: float | None) -> threading
 
 
 def produce(broker: EmbeddedBroker, topic: str, settings: dict[str, str], *,
-            rate: int = 4000, duration_s: float = 4.0,
+            rate: int = 4000, duration_s: float = 4.0, mode: str = "partition",
             stop: threading.Event | None = None) -> tuple[Results, list[Delivery]]:
     workload = Workload(topic=topic, partitions=PARTITIONS, rate=rate, duration_s=duration_s,
                         keys=40)
     deliveries: list[Delivery] = []
-    results = run(workload, build_settings(settings.items()), "partition", broker.bootstrap,
-                  deliveries=deliveries, stop=stop)
+    results = run(workload, build_settings(settings.items(), mode=mode), mode,
+                  broker.bootstrap, deliveries=deliveries, stop=stop)
     return results, deliveries
 
 
@@ -161,16 +161,18 @@ def test_acks_zero_is_sent_not_acknowledged_and_tolerates_answers(broker, capfd)
     assert "Traceback" not in capfd.readouterr().err
 
 
-def test_stop_event_ends_the_run_early_with_partial_results(broker):
+@pytest.mark.parametrize("mode", ["partition", "librdkafka"])
+def test_stop_event_ends_the_run_early_with_partial_results(broker, mode):
     stop = threading.Event()
-    timer = threading.Timer(1.0, stop.set)
+    timer = threading.Timer(3.0, stop.set)  # librdkafka first waits for its producer id
     timer.start()
     began = time.monotonic()
     try:
-        results, deliveries = produce(broker, "stopped", {}, duration_s=20.0, stop=stop)
+        results, deliveries = produce(broker, "stopped", {}, duration_s=20.0, stop=stop,
+                                      mode=mode)
     finally:
         timer.cancel()
-    assert time.monotonic() - began < 6.0
+    assert time.monotonic() - began < 9.0
     m = results.metrics
     assert not m.complete and results.to_dict()["complete"] is False
     assert 0 < m.messages_generated < 4000 * 20
