@@ -198,3 +198,22 @@ def test_stop_while_the_broker_hangs_settles_in_flight_as_unknown(broker):
     assert m.unknown_reasons.get("interrupted", 0) > 0
     by_partition = stored(broker, "stopped-hung", m.messages_generated)
     assert_outcomes_exact(results, by_partition, deliveries)
+
+
+def test_unresolved_sequences_get_a_new_producer_id_and_delivery_resumes(broker):
+    # in-flight batches run out of delivery.timeout.ms during the pause: their outcome is
+    # unknown, so the producer needs a new epoch (Tansu refuses a bump: a new producer id)
+    timer = pause(broker, 1.0, 4.0)
+    try:
+        results, deliveries = produce(broker, "bump", {
+            "delivery.timeout.ms": "2500", "request.timeout.ms": "1000"}, duration_s=6.0)
+    finally:
+        timer.join()
+    m = results.metrics
+    assert m.messages_unknown > 0 and m.idempotence["epoch_bumps"] >= 1
+    # messages created after the pause were acknowledged under the new producer id
+    late = {mid for d in deliveries for mid in d.message_ids if mid > 4000 * 5.5}
+    assert late
+    by_partition = stored(broker, "bump", m.messages_generated)
+    counts = assert_outcomes_exact(results, by_partition, deliveries)
+    assert max(counts.values()) == 1 and reordered(by_partition) == 0
