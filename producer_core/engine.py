@@ -432,15 +432,20 @@ class Engine:
                 topic.failed += batch.record_count
 
     async def _init_producer_id(self) -> None:
-        """A new epoch (or producer id) after unresolved sequences; retried until it works
+        """A new epoch after unresolved sequences (KIP-360), or a new producer id from a
+        broker that cannot bump one (Tansu; Java does the same); retried until it works
         (every waiting batch is bounded by delivery.timeout.ms meanwhile)."""
-        backoff = self.settings["retry.backoff.ms"] / 1000
+        backoff = max(self.settings["retry.backoff.ms"] / 1000, 0.05)
+        state = self.sender.id
         while True:
             try:
-                producer_id, epoch = await self.cluster.init_producer_id(
-                    self.sender.id.producer_id, self.sender.id.epoch)
+                try:
+                    producer_id, epoch = await self.cluster.init_producer_id(
+                        state.producer_id, state.epoch)
+                except BrokerError:  # refused: ask for a new producer id instead
+                    producer_id, epoch = await self.cluster.init_producer_id()
             except Exception:  # noqa: BLE001 - the broker may be away for a while
-                await asyncio.sleep(max(backoff, 0.05))
+                await asyncio.sleep(backoff)
                 continue
             self._apply(self.sender.on_producer_id(producer_id, epoch))
             self._wake()

@@ -58,13 +58,13 @@ def pause(broker: EmbeddedBroker, at_s: float, for_s: float | None) -> threading
 
 
 def produce(broker: EmbeddedBroker, topic: str, settings: dict[str, str], *,
-            rate: int = 4000, duration_s: float = 4.0,
+            rate: int = 4000, duration_s: float = 4.0, mode: str = "partition",
             stop: threading.Event | None = None) -> tuple[Results, list[Delivery]]:
     workload = Workload(topic=topic, partitions=PARTITIONS, rate=rate, duration_s=duration_s,
                         keys=40)
     deliveries: list[Delivery] = []
-    results = run(workload, build_settings(settings.items()), "partition", broker.bootstrap,
-                  deliveries=deliveries, stop=stop)
+    results = run(workload, build_settings(settings.items(), mode=mode), mode,
+                  broker.bootstrap, deliveries=deliveries, stop=stop)
     return results, deliveries
 
 
@@ -161,16 +161,18 @@ def test_acks_zero_is_sent_not_acknowledged_and_tolerates_answers(broker, capfd)
     assert "Traceback" not in capfd.readouterr().err
 
 
-def test_stop_event_ends_the_run_early_with_partial_results(broker):
+@pytest.mark.parametrize("mode", ["partition", "librdkafka"])
+def test_stop_event_ends_the_run_early_with_partial_results(broker, mode):
     stop = threading.Event()
-    timer = threading.Timer(1.0, stop.set)
+    timer = threading.Timer(3.0, stop.set)  # librdkafka first waits for its producer id
     timer.start()
     began = time.monotonic()
     try:
-        results, deliveries = produce(broker, "stopped", {}, duration_s=20.0, stop=stop)
+        results, deliveries = produce(broker, "stopped", {}, duration_s=20.0, stop=stop,
+                                      mode=mode)
     finally:
         timer.cancel()
-    assert time.monotonic() - began < 6.0
+    assert time.monotonic() - began < 9.0
     m = results.metrics
     assert not m.complete and results.to_dict()["complete"] is False
     assert 0 < m.messages_generated < 4000 * 20
@@ -196,3 +198,22 @@ def test_stop_while_the_broker_hangs_settles_in_flight_as_unknown(broker):
     assert m.unknown_reasons.get("interrupted", 0) > 0
     by_partition = stored(broker, "stopped-hung", m.messages_generated)
     assert_outcomes_exact(results, by_partition, deliveries)
+
+
+def test_unresolved_sequences_get_a_new_producer_id_and_delivery_resumes(broker):
+    # in-flight batches run out of delivery.timeout.ms during the pause: their outcome is
+    # unknown, so the producer needs a new epoch (Tansu refuses a bump: a new producer id)
+    timer = pause(broker, 1.0, 4.0)
+    try:
+        results, deliveries = produce(broker, "bump", {
+            "delivery.timeout.ms": "2500", "request.timeout.ms": "1000"}, duration_s=6.0)
+    finally:
+        timer.join()
+    m = results.metrics
+    assert m.messages_unknown > 0 and m.idempotence["epoch_bumps"] >= 1
+    # messages created after the pause were acknowledged under the new producer id
+    late = {mid for d in deliveries for mid in d.message_ids if mid > 4000 * 5.5}
+    assert late
+    by_partition = stored(broker, "bump", m.messages_generated)
+    counts = assert_outcomes_exact(results, by_partition, deliveries)
+    assert max(counts.values()) == 1 and reordered(by_partition) == 0
