@@ -19,28 +19,23 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import errno
-import io
 import os
-import queue
 import shutil
 import signal
 import socket
 import stat
-import struct
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 import weakref
-from collections.abc import Callable
 from importlib.util import find_spec
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO
 
+from producer_core.brokers.child_process import SPAWNER, pdeathsig_preexec
+from producer_core.brokers.probe import metadata_brokers
 from producer_core.errors import BrokerBinaryMissing, BrokerError
 
 __all__ = [
@@ -65,7 +60,6 @@ _SCRUBBED_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "STORAGE_ENGINE", "SCHEMA_REGIST
 _LOG_TAIL_LINES = 20
 #: Tansu's immediate shutdown signal (SIGTERM makes it linger for open connections).
 _STOP_SIGNAL = signal.SIGINT
-_PR_SET_PDEATHSIG = 1
 
 
 def _missing_message(detail: str) -> str:
@@ -158,107 +152,13 @@ def _port_in_use(host: str, port: int) -> bool:
 
 
 def _metadata_probe(host: str, port: int, timeout_s: float) -> bool:
-    """True when something at host:port answers a Kafka Metadata request with brokers.
-
-    A sync socket (not asyncio) so ``start()`` also works when called from inside a
-    running event loop; aiokafka's structs do the encoding so we stay wire-correct.
-    """
-    from aiokafka.protocol.metadata import MetadataRequest
-
-    request = MetadataRequest([]).prepare({MetadataRequest.API_KEY: (1, 1)})
-    header = request.build_request_header(correlation_id=1, client_id="kbatch-probe")
-    payload = header.encode() + request.encode()
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s) as sock:
-            sock.settimeout(timeout_s)
-            sock.sendall(struct.pack(">i", len(payload)) + payload)
-            (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-            body = io.BytesIO(_recv_exact(sock, size))
-        response_header = request.parse_response_header(body)
-        if response_header.correlation_id != 1:
-            return False
-        response = request.RESPONSE_TYPE.decode(body)
-        return bool(response.to_object()["brokers"])
-    except (OSError, ValueError, struct.error):
-        return False
-    except Exception:  # a half-started broker can send bytes aiokafka cannot decode
-        return False
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < n:
-        chunk = sock.recv(n - len(chunks))
-        if not chunk:
-            raise ConnectionError("connection closed mid-response")
-        chunks += chunk
-    return bytes(chunks)
+    """True when something at host:port answers a Kafka Metadata request with brokers."""
+    return bool(metadata_brokers(host, port, timeout_s, version=1))
 
 
 # ---------------------------------------------------------------------- child process
 
 
-def _pdeathsig_preexec(parent_pid: int) -> Callable[[], None] | None:
-    """preexec_fn that makes the kernel SIGKILL the broker when our process dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        # The parent may have died between fork() and prctl(): then no signal comes.
-        if os.getppid() != parent_pid:
-            os._exit(1)
-
-    return preexec
-
-
-class _Spawner:
-    """Forks children from one thread that lives as long as the process.
-
-    PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the
-    process. A broker started from a short-lived thread (``asyncio.to_thread``, an
-    executor) would be SIGKILLed when that thread finishes, so off the main thread
-    we hand the fork to this daemon thread.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[Any]]] = (
-            queue.SimpleQueue()
-        )
-        self._thread: threading.Thread | None = None
-
-    def run(self, fn: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
-        if threading.current_thread() is threading.main_thread():
-            return fn()
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._loop, name="kbatch-broker-spawner", daemon=True
-                )
-                self._thread.start()
-        reply: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._jobs.put((fn, reply))
-        ok, value = reply.get()
-        if ok:
-            return value  # type: ignore[no-any-return]
-        raise value
-
-    def _loop(self) -> None:
-        while True:
-            fn, reply = self._jobs.get()
-            try:
-                reply.put((True, fn()))
-            except BaseException as exc:  # handed back to the caller's thread
-                reply.put((False, exc))
-
-
-_SPAWNER = _Spawner()
 _LIVE: weakref.WeakSet[EmbeddedBroker] = weakref.WeakSet()
 
 
@@ -375,7 +275,7 @@ class EmbeddedBroker:
             "memory://tansu/",
         ]
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
-        preexec = _pdeathsig_preexec(os.getpid())
+        preexec = pdeathsig_preexec(os.getpid())
         log_file = self._log_file
 
         def spawn() -> subprocess.Popen[bytes]:
@@ -391,7 +291,7 @@ class EmbeddedBroker:
             )
 
         try:
-            self._proc = _SPAWNER.run(spawn)
+            self._proc = SPAWNER.run(spawn)
         except OSError as exc:
             self._cleanup_files()
             raise BrokerError(f"Could not launch the Tansu broker {binary}: {exc}") from exc

@@ -28,13 +28,11 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
-import io
 import os
 import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import time
@@ -46,11 +44,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from producer_core.brokers.embedded import _SPAWNER, _pdeathsig_preexec, _recv_exact
+from producer_core.brokers.child_process import SPAWNER, pdeathsig_preexec
 from producer_core.brokers.kafka_dist import KafkaDist, resolve
+from producer_core.brokers.probe import metadata_brokers
 from producer_core.errors import BrokerError, UsageError
 
-__all__ = ["DIR_PREFIX", "KafkaCluster", "metadata_brokers"]
+__all__ = ["DIR_PREFIX", "KafkaCluster"]
 
 DIR_PREFIX = "kbatch-kafka-"
 #: Sized for a 2-core, 24 GB machine that also runs the load generator: 1 GB per node.
@@ -310,7 +309,7 @@ class KafkaCluster:
             raise BrokerError("Formatting Kafka's storage failed:\n" + "\n".join(failures))
 
     def _spawn(self, cmd: list[str], stdout: int | IO[bytes]) -> subprocess.Popen[bytes]:
-        preexec = _pdeathsig_preexec(os.getpid())
+        preexec = pdeathsig_preexec(os.getpid())
         env = {k: v for k, v in os.environ.items()
                if k not in ("KAFKA_OPTS", "KAFKA_HEAP_OPTS", "JAVA_TOOL_OPTIONS")}
 
@@ -320,7 +319,7 @@ class KafkaCluster:
                                     preexec_fn=preexec, close_fds=True)
 
         try:
-            return _SPAWNER.run(spawn)
+            return SPAWNER.run(spawn)
         except OSError as exc:
             raise BrokerError(f"Could not launch {cmd[0]}: {exc}") from exc
 
@@ -346,7 +345,7 @@ class KafkaCluster:
                     raise BrokerError(
                         f"Kafka node {node_id} exited during startup (exit code {code}). "
                         f"Last lines of its log:\n{self.log_tail(node_id)}")
-                count = metadata_brokers(self.host, node.ports["CLIENT"], 1.0)
+                count = metadata_brokers(self.host, node.ports["CLIENT"], 1.0, version=4)
                 if count is not None and count >= self.nodes:
                     waiting.remove(node_id)
             if not waiting:
@@ -497,27 +496,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def metadata_brokers(host: str, port: int, timeout_s: float) -> int | None:
-    """How many brokers a Metadata answer from host:port lists (None: no valid answer).
-
-    Version 4 of Metadata: Kafka 4 removed versions 0-3 (KIP-896). A sync socket, so it
-    also works from inside a running event loop.
-    """
-    from aiokafka.protocol.metadata import MetadataRequest
-
-    request = MetadataRequest([]).prepare({MetadataRequest.API_KEY: (4, 4)})
-    header = request.build_request_header(correlation_id=1, client_id="kbatch-probe")
-    payload = header.encode() + request.encode()
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s) as sock:
-            sock.settimeout(timeout_s)
-            sock.sendall(struct.pack(">i", len(payload)) + payload)
-            (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-            body = io.BytesIO(_recv_exact(sock, size))
-        if request.parse_response_header(body).correlation_id != 1:
-            return None
-        return len(request.RESPONSE_TYPE.decode(body).to_object()["brokers"])
-    except Exception:  # refused, reset, or a half-started broker's undecodable bytes
-        return None

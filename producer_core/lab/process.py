@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from producer_core.brokers.embedded import _SPAWNER, _pdeathsig_preexec
+from producer_core.brokers.child_process import SPAWNER, pdeathsig_preexec
 from producer_core.errors import BrokerError, UsageError
 from producer_core.lab.delay import DelayModel
 from producer_core.lab.layout import Layout, Node
@@ -69,7 +69,7 @@ class FacadeProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
-        preexec = _pdeathsig_preexec(os.getpid())
+        preexec = pdeathsig_preexec(os.getpid())
         cmd = [sys.executable, "-c", "from producer_core.lab.process import main; main()"]
 
         def spawn() -> subprocess.Popen[str]:
@@ -79,7 +79,7 @@ class FacadeProcess:
             )
 
         try:
-            self._proc = _SPAWNER.run(spawn)  # type: ignore[arg-type]
+            self._proc = SPAWNER.run(spawn)  # type: ignore[arg-type]
         except OSError as exc:
             raise BrokerError(f"Could not start the lab facade process: {exc}") from exc
         try:
