@@ -14,9 +14,11 @@ from typing import Any
 
 from producer_core.errors import ConfigError
 
-MODES = ("partition", "none", "broker", "java", "bruce", "librdkafka", "adaptive", "aimd")
+MODES = ("partition", "none", "broker", "java", "bruce", "librdkafka", "adaptive", "aimd",
+         "kafka-java")
 """Modes: the in-repo engine's linger policies, and `librdkafka` (the real client, as a
-reference: confluent-kafka's Producer driven by the same workload generator)."""
+reference: confluent-kafka's Producer driven by the same workload generator), and
+`kafka-java` (Apache Kafka's Java producer, the reference for mode `java`)."""
 
 COLLECTOR_MODES = ("broker", "adaptive", "aimd")
 """Modes built on the broker-level batch collector (one collection per broker)."""
@@ -360,6 +362,9 @@ def build_settings(
             f"aimd.rtt.decrease.ratio={values['aimd.rtt.decrease.ratio']}: a round trip "
             "would count as healthy and as backpressure at once."
         )
+    if mode == "kafka-java":
+        from producer_core.kafka_java.settings import check_settings
+        check_settings(explicit)
     if mode == "librdkafka":
         _check_librdkafka(explicit, values)
     elif "batch.num.messages" in explicit:
