@@ -48,7 +48,8 @@ class Driver:
     def command(self) -> list[str]:
         # a small heap is plenty (buffer.memory defaults to 32 MB); serial GC keeps a
         # shared 2-core machine's other work from being crowded out by GC threads
-        return [self.java, "-Xmx512m", "-XX:+UseSerialGC", "-cp", self.classpath, MAIN_CLASS]
+        return [self.java, "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-cp", self.classpath, MAIN_CLASS]
 
 
 def _missing(what: str) -> JavaUnavailable:

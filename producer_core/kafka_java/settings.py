@@ -24,14 +24,17 @@ JAVA_NAMES = (
 
 def check_settings(explicit: Iterable[str]) -> None:
     """Refuse settings the Java producer has no equivalent of, rather than ignore them."""
+    from producer_core.config import SETTINGS
+
     refused = sorted(k for k in explicit if k not in JAVA_NAMES)
     if refused:
+        accepted = sorted(name for name in JAVA_NAMES if name in SETTINGS)
         raise ConfigError(
             f"Mode kafka-java has no equivalent of {', '.join(refused)}: the Java producer "
             "batches per partition (linger.ms, batch.size) and puts every ready partition "
             "of a broker into one ProduceRequest, with no broker-level collector or "
             "partition cap. Settings mode kafka-java accepts: "
-            f"{', '.join(sorted(JAVA_NAMES))}."
+            f"{', '.join(accepted)}."
         )
 
 
