@@ -126,6 +126,14 @@ class KafkaJavaRun:
         self._intended: int | None = None
         self._last_progress = 0.0
 
+    def abort(self) -> None:
+        """Stop now (the run was cancelled): kill the driver, which unblocks a write the
+        generator may be stuck in while Java's send() waits for buffer.memory."""
+        self.stop.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
     # ------------------------------------------------------------- the pipe
     def write(self, data: bytes) -> None:
         assert self._proc is not None and self._proc.stdin is not None
@@ -316,6 +324,9 @@ class KafkaJavaRun:
             topic.latency.merge(histogram)
             m.latency.merge(histogram)
         m.rtt.merge(LatencyHistogram.decode(result["rtt_us"]))
+        producer_metrics = result.get("producer_metrics", {})
+        # time send() spent blocked on a full buffer.memory, by Java's own count
+        m.blocked_s = producer_metrics.get("bufferpool-wait-time-ns-total", 0.0) / 1e9
         warnings = run_warnings(m, self.workload, "a full buffer.memory")
         start_ns = round(self.start * 1e9) + self.offset_ns
         counted = all(r["partitions"] >= 0 for r in self._requests)
@@ -358,6 +369,7 @@ class KafkaJavaRun:
                     "request_counting": result.get("interception"),
                     "produce_requests_by_broker": result.get("requests_by_node", {}),
                     "node_request_total": result.get("node_request_total", {}),
+                    "producer_metrics": producer_metrics,
                     "clock_offset_uncertainty_us": round(self.clock_uncertainty_us, 1),
                 }},
             },
@@ -387,5 +399,5 @@ async def run_async(
     try:
         return await asyncio.to_thread(runner.run)
     except asyncio.CancelledError:
-        runner.stop.set()
+        runner.abort()
         raise

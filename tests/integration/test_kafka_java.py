@@ -138,3 +138,32 @@ def test_java_emulation_stays_within_the_fidelity_bounds_of_the_java_producer(ta
 @pytest.mark.xfail(strict=True, reason=PARTITION_DRIFT)
 def test_partition_one_stays_within_the_fidelity_bounds_of_librdkafka(tansu_broker):
     _guard(tansu_broker.bootstrap, PAIRS[1])
+
+
+def test_a_cancelled_run_leaves_no_java_process(tansu_broker):
+    from producer_core.kafka_java import run as kafka_java
+
+    started: list[kafka_java.KafkaJavaRun] = []
+    original = kafka_java.KafkaJavaRun.run
+
+    def tracked(self: kafka_java.KafkaJavaRun) -> object:
+        started.append(self)
+        return original(self)
+
+    async def cancel_after(seconds: float) -> None:
+        workload = Workload(topic=fresh_topic("kj-cancel"), partitions=4, rate=500,
+                            duration_s=60)
+        task = asyncio.create_task(kafka_java.run_async(
+            workload, build_settings(mode="kafka-java"), "kafka-java", tansu_broker.bootstrap))
+        await asyncio.sleep(seconds)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kafka_java.KafkaJavaRun, "run", tracked)
+        asyncio.run(cancel_after(6.0))
+    proc = started[0]._proc
+    assert proc is not None
+    proc.wait(timeout=15)  # killed, not left running
+    assert proc.returncode is not None

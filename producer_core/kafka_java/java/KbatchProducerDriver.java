@@ -317,8 +317,9 @@ public final class KbatchProducerDriver {
             }
             producer.flush();
             String nodes = nodeRequestTotals(producer);
+            String metrics = producerMetrics(producer);
             progress.interrupt();
-            emit(result(nodes), true);
+            emit(result(nodes, metrics), true);
             producer.close();
             return 0;
         } finally {
@@ -355,6 +356,25 @@ public final class KbatchProducerDriver {
         }
     }
 
+    static final List<String> PRODUCER_METRICS = List.of(
+        "bufferpool-wait-time-ns-total", "buffer-exhausted-total", "record-retry-total",
+        "record-error-total", "request-total", "batch-split-total");
+
+    /** A few totals of the producer's own metrics ("producer-metrics"), by name. */
+    static String producerMetrics(KafkaProducer<byte[], byte[]> producer) {
+        StringBuilder b = new StringBuilder("{");
+        for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
+            MetricName name = e.getKey();
+            if (name.group().equals("producer-metrics") && PRODUCER_METRICS.contains(name.name())) {
+                Object value = e.getValue().metricValue();
+                if (!(value instanceof Number)) continue;
+                if (b.length() > 1) b.append(',');
+                b.append(quote(name.name())).append(':').append(((Number) value).doubleValue());
+            }
+        }
+        return b.append('}').toString();
+    }
+
     static String nodeRequestTotals(KafkaProducer<byte[], byte[]> producer) {
         StringBuilder b = new StringBuilder("{");
         for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
@@ -370,7 +390,7 @@ public final class KbatchProducerDriver {
         return b.append('}').toString();
     }
 
-    String result(String nodeTotals) {
+    String result(String nodeTotals, String producerMetrics) {
         StringBuilder b = new StringBuilder("{\"type\":\"result\",\"acked\":" + acked.get()
             + ",\"failed\":" + failed.get() + ",\"requests\":" + requests.get()
             + ",\"interception\":" + quote(interception) + ",\"failed_reasons\":{");
@@ -387,6 +407,7 @@ public final class KbatchProducerDriver {
         }
         b.append("},\"topic_acked\":").append(topicAcked.toString().replace(" ", ""));
         b.append(",\"topic_failed\":").append(topicFailed.toString().replace(" ", ""));
+        b.append(",\"producer_metrics\":").append(producerMetrics);
         b.append(",\"node_request_total\":").append(nodeTotals).append(",\"latency_us\":[");
         for (int i = 0; i < latency.length; i++) {
             if (i > 0) b.append(',');
