@@ -331,6 +331,12 @@ class KafkaJavaRun:
         start_ns = round(self.start * 1e9) + self.offset_ns
         counted = all(r["partitions"] >= 0 for r in self._requests)
         for r in self._requests:
+            for name, (records, size) in r.get("topics", {}).items():
+                topic = m.topics.get(name)
+                if topic is not None:  # a request carrying several topics counts for each
+                    topic.requests += 1
+                    topic.records_sent += records
+                    topic.bytes_sent += size
             m.requests_by_broker[r["broker"]] += 1
             m.records_sent += r["records"]
             m.bytes_sent += r["bytes"]
@@ -343,10 +349,6 @@ class KafkaJavaRun:
             m.client_counts = ClientCounts(requests=len(self._requests), batches=0)
             warnings.append("The driver could not read what some Produce requests carried; "
                             "partitions and bytes per request show only their means.")
-        if len(self.specs) == 1:  # with one topic, every request carried it
-            topic = m.topics[self.specs[0].name]
-            topic.requests, topic.records_sent = len(self._requests), m.records_sent
-            topic.bytes_sent = m.bytes_sent
         if result.get("interception") != "sender-client":
             warnings.append(f"Produce requests could not be counted in the client "
                             f"({result.get('interception')}): requests_sent is 0; see "

@@ -142,33 +142,42 @@ public final class KbatchProducerDriver {
     void onProduce(ClientRequest request) {
         long now = System.nanoTime();
         int partitions = 0, records = 0, bytes = 0;
+        StringBuilder perTopic = new StringBuilder("{");  // topic -> [records, bytes]
         try {
             Field field = request.requestBuilder().getClass().getDeclaredField("data");
             field.setAccessible(true);
             ProduceRequestData data = (ProduceRequestData) field.get(request.requestBuilder());
             for (ProduceRequestData.TopicProduceData topic : data.topicData()) {
+                int topicRecords = 0, topicBytes = 0;
                 for (ProduceRequestData.PartitionProduceData p : topic.partitionData()) {
                     partitions++;
                     BaseRecords base = p.records();
                     if (base == null) continue;
-                    bytes += base.sizeInBytes();
+                    topicBytes += base.sizeInBytes();
                     if (base instanceof MemoryRecords) {
                         for (RecordBatch batch : ((MemoryRecords) base).batches()) {
                             Integer count = batch.countOrNull();
-                            records += count == null ? 0 : count;
+                            topicRecords += count == null ? 0 : count;
                         }
                     }
                 }
+                records += topicRecords;
+                bytes += topicBytes;
+                if (perTopic.length() > 1) perTopic.append(',');
+                perTopic.append(quote(topic.name())).append(":[").append(topicRecords)
+                        .append(',').append(topicBytes).append(']');
             }
         } catch (ReflectiveOperationException | RuntimeException e) {
             partitions = -1;  // unknown: Python then reports totals only
         }
+        perTopic.append('}');
         int node = Integer.parseInt(request.destination());
         if (request.expectResponse()) sentAt.put(request.correlationId(), now);
         requests.incrementAndGet();
         synchronized (requestsByNode) { requestsByNode.merge(node, 1L, Long::sum); }
         emit("{\"type\":\"request\",\"ns\":" + now + ",\"broker\":" + node + ",\"partitions\":"
-             + partitions + ",\"records\":" + records + ",\"bytes\":" + bytes + "}", false);
+             + partitions + ",\"records\":" + records + ",\"bytes\":" + bytes + ",\"topics\":"
+             + perTopic + "}", false);
     }
 
     /** Swap the Sender's KafkaClient for a counting proxy (before the first send). */
