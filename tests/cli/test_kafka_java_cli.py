@@ -39,3 +39,29 @@ def test_no_java_is_one_paragraph_and_exit_code_2():
     assert proc.returncode == 2
     assert "needs a Java runtime" in proc.stderr and "JDK 17" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.broker
+def test_a_workload_file_with_two_topics_runs_through_kafka_java(tmp_path):
+    workload = tmp_path / "two.yaml"
+    workload.write_text(
+        "duration_s: 2\n"
+        "topics:\n"
+        "  - {name: kj-a, partitions: 4, rate: {constant: 500}, value_size: 50,\n"
+        "     keys: {uniform: 16}, headers: {source: kbatch}}\n"
+        "  - {name: kj-b, partitions: 2, rate: {constant: 250}, value_size: 200}\n"
+    )
+    out = tmp_path / "run.json"
+    proc = kbatch("produce", "--mode", "kafka-java", "--workload", str(workload),
+                  "--no-progress", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    topics = doc["topics"]
+    assert topics["kj-a"]["messages"]["acknowledged"] == 1000
+    assert topics["kj-b"]["messages"]["acknowledged"] == 500
+    assert topics["kj-a"]["records_sent"] == 1000 and topics["kj-b"]["records_sent"] == 500
+    assert topics["kj-a"]["latency"]["count"] == 1000
+    # one request may carry both topics: it counts once overall and once for each topic
+    assert max(t["requests"] for t in topics.values()) <= doc["requests_sent"]
+    assert sum(t["requests"] for t in topics.values()) >= doc["requests_sent"]
+    assert topics["kj-b"]["bytes_sent"] > 500 * 200
