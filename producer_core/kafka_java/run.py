@@ -183,6 +183,7 @@ class KafkaJavaRun:
                 raise self._driver_died(item.get("message"))
 
     def _driver_died(self, message: str | None = None) -> Exception:
+        self._done.wait(2.0)  # let the reader take the driver's last lines (config_error)
         if self._config_error is not None:
             return ConfigError(f"The Java producer refused the settings "
                                f"{self.properties}: {self._config_error}")
@@ -251,14 +252,15 @@ class KafkaJavaRun:
             self._flush()
             self._proc.stdin.close()  # type: ignore[union-attr]
             deadline = self.clock() + self.settings.delivery_timeout_s + 60.0
-            while not self._done.wait(0.2):
+            while self._result is None and not self._done.wait(0.2):
                 self._report()
                 if self.clock() > deadline or self.stop.is_set():
                     break
             if self._result is None:
                 raise self._driver_died("it sent no result")
             end = self.clock()
-            self._proc.wait(timeout=30)
+            if self._result.get("last_ack_ns"):  # the run ends at its last acknowledgement
+                end = min(end, (self._result["last_ack_ns"] - self.offset_ns) / 1e9)
         finally:
             self._close()
         return self._results(end)

@@ -65,3 +65,13 @@ def test_a_workload_file_with_two_topics_runs_through_kafka_java(tmp_path):
     assert max(t["requests"] for t in topics.values()) <= doc["requests_sent"]
     assert sum(t["requests"] for t in topics.values()) >= doc["requests_sent"]
     assert topics["kj-b"]["bytes_sent"] > 500 * 200
+
+
+@pytest.mark.broker
+def test_settings_the_java_producer_refuses_are_a_usage_error():
+    # Java refuses an explicit delivery.timeout.ms below linger.ms + request.timeout.ms
+    proc = kbatch("produce", "--mode", "kafka-java", "--messages", "5", "--no-progress",
+                  "-X", "delivery.timeout.ms=1000", "-X", "request.timeout.ms=5000")
+    assert proc.returncode == 2, proc.stderr
+    assert "The Java producer refused the settings" in proc.stderr
+    assert "delivery.timeout.ms" in proc.stderr and "Traceback" not in proc.stderr

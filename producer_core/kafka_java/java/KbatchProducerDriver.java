@@ -63,6 +63,7 @@ public final class KbatchProducerDriver {
         new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
     private final AtomicLong acked = new AtomicLong(), failed = new AtomicLong();
     private final AtomicLong requests = new AtomicLong();
+    private final AtomicLong lastAckNs = new AtomicLong();
     private final Map<String, Long> failedReasons = new TreeMap<>();
     private final Map<Integer, Long> requestsByNode = new TreeMap<>();
     private final Map<Integer, Long> sentAt = new ConcurrentHashMap<>();  // correlation id -> ns
@@ -211,6 +212,7 @@ public final class KbatchProducerDriver {
         @Override
         public void onCompletion(RecordMetadata metadata, Exception exception) {
             long now = System.nanoTime();
+            lastAckNs.accumulateAndGet(now, Math::max);
             if (exception != null) {
                 fail(topic, exception);
                 return;
@@ -402,6 +404,7 @@ public final class KbatchProducerDriver {
     String result(String nodeTotals, String producerMetrics) {
         StringBuilder b = new StringBuilder("{\"type\":\"result\",\"acked\":" + acked.get()
             + ",\"failed\":" + failed.get() + ",\"requests\":" + requests.get()
+            + ",\"last_ack_ns\":" + lastAckNs.get()
             + ",\"interception\":" + quote(interception) + ",\"failed_reasons\":{");
         synchronized (failedReasons) {
             List<String> items = new ArrayList<>();
