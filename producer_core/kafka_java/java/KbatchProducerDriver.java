@@ -376,7 +376,8 @@ public final class KbatchProducerDriver {
         StringBuilder b = new StringBuilder("{");
         for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
             MetricName name = e.getKey();
-            if (name.group().equals("producer-metrics") && PRODUCER_METRICS.contains(name.name())) {
+            if (name.group().equals("producer-metrics")
+                    && PRODUCER_METRICS.contains(name.name())) {
                 Object value = e.getValue().metricValue();
                 if (!(value instanceof Number)) continue;
                 if (b.length() > 1) b.append(',');
@@ -390,11 +391,13 @@ public final class KbatchProducerDriver {
         StringBuilder b = new StringBuilder("{");
         for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
             MetricName name = e.getKey();
-            if (name.group().equals("producer-node-metrics") && name.name().equals("request-total")) {
+            if (name.group().equals("producer-node-metrics")
+                    && name.name().equals("request-total")) {
                 String node = name.tags().getOrDefault("node-id", "?").replace("node-", "");
                 if (b.length() > 1) b.append(',');
                 Object value = e.getValue().metricValue();
-                long count = value instanceof Number ? Math.round(((Number) value).doubleValue()) : -1;
+                long count = value instanceof Number
+                    ? Math.round(((Number) value).doubleValue()) : -1;
                 b.append(quote(node)).append(':').append(count);
             }
         }
