@@ -123,7 +123,8 @@ def _pom(deps: list[str] | None = None) -> str:
 
 
 def fetch_jars(target: Path, progress: Callable[[str], None], deps: list[str] | None = None,
-               marker: str = "kafka_2.13-*.jar") -> None:
+               marker: str = "kafka_2.13-*.jar",
+               label: str = f"Apache Kafka {KAFKA_VERSION} jars (about 60 MB)") -> None:
     """Resolve the jars into ``target/libs`` with Maven, atomically (temp dir, rename).
 
     ``deps`` (``group:artifact:version``) defaults to the broker's; ``marker`` is a jar
@@ -134,8 +135,7 @@ def fetch_jars(target: Path, progress: Callable[[str], None], deps: list[str] | 
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        progress(f"Fetching Apache Kafka {KAFKA_VERSION} jars from Maven Central into "
-                 f"{target} (first run only, about 60 MB)...")
+        progress(f"Fetching {label} from Maven Central into {target} (first run only)...")
         (work / "pom.xml").write_text(_pom(deps))
         cmd = [mvn, "-B", "-q", "dependency:copy-dependencies", "-DincludeScope=runtime",
                f"-DoutputDirectory={work / 'libs'}"]
@@ -161,6 +161,6 @@ def fetch_jars(target: Path, progress: Callable[[str], None], deps: list[str] | 
         except OSError:
             if not (target / "libs").is_dir():  # not a concurrent run that won the race
                 raise
-        progress(f"Kafka {KAFKA_VERSION} jars cached in {target}.")
+        progress(f"{label.split(' (')[0]} cached in {target}.")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -82,7 +82,8 @@ def client_libs(progress: Callable[[str], None]) -> Path:
     if not libs.is_dir():
         if shutil.which("mvn") is None:
             raise _missing("Maven (`mvn` is not on PATH) to download kafka-clients once")
-        fetch_jars(libs.parent, progress, CLIENT_DEPS, f"kafka-clients-{KAFKA_VERSION}.jar")
+        fetch_jars(libs.parent, progress, CLIENT_DEPS, f"kafka-clients-{KAFKA_VERSION}.jar",
+                   f"kafka-clients {KAFKA_VERSION} and HdrHistogram jars (about 20 MB)")
     return libs
 
 

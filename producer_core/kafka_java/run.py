@@ -387,12 +387,17 @@ async def run_async(
     bootstrap: str,
     on_progress: Callable[[Progress], None] | None = None,
     deliveries: list[Delivery] | None = None,
+    stop: threading.Event | None = None,
 ) -> Results:
-    """Run one workload through the Java producer; the same call and Results as the engine's."""
+    """Run one workload through the Java producer; the same call and Results as the engine's.
+
+    `stop`, when set, ends the run early (as cancelling it does)."""
     check_message_fits(workload.topic_specs(), settings.max_request_size,
                        "the Java producer's max.request.size")
     driver = await asyncio.to_thread(prepare)
     runner = KafkaJavaRun(workload, settings, bootstrap, driver, on_progress, deliveries)
+    if stop is not None:
+        runner.stop = stop
     cluster = Cluster(bootstrap, settings["client.id"], settings.request_timeout_s)
     try:
         await cluster.connect()

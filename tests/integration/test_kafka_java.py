@@ -174,3 +174,26 @@ def test_a_cancelled_run_leaves_no_java_process(tansu_broker):
     assert proc is not None
     proc.wait(timeout=15)  # killed, not left running
     assert proc.returncode is not None
+
+
+def test_jars_are_fetched_and_the_driver_compiled_once_per_source(tmp_path, monkeypatch):
+    from producer_core.kafka_java import driver
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    messages: list[str] = []
+    first = driver.prepare(progress=messages.append)
+    assert any("Fetching kafka-clients 4.3.1" in m for m in messages)
+    assert any("Compiling" in m for m in messages)
+    libs = tmp_path / "kbatch" / "kafka-clients-4.3.1" / "libs"
+    assert (libs / "kafka-clients-4.3.1.jar").is_file()
+    assert any(libs.glob("HdrHistogram-*.jar"))
+    messages.clear()
+    assert driver.prepare(progress=messages.append) == first and messages == []  # cached
+    # an edited driver is a different build, compiled beside the first
+    original = driver.source_text()
+    monkeypatch.setattr(driver, "source_text", lambda: original + "\n// edited\n")
+    edited = driver.prepare(progress=messages.append)
+    assert edited.classpath != first.classpath and any("Compiling" in m for m in messages)
+    builds = list((tmp_path / "kbatch" / "kafka-java-driver").iterdir())
+    assert len(builds) == 2 and all((b / "KbatchProducerDriver.class").is_file()
+                                    for b in builds)
