@@ -3,8 +3,10 @@
 kbatch -> driver, on the driver's stdin, big-endian (Java's DataInputStream):
   header   int32 length, then UTF-8 text in java.util.Properties form: ``kbatch.protocol``,
            ``kbatch.topics`` (names, comma-separated, index order), ``kbatch.deliveries``
-           (true: report every acknowledged record), ``kbatch.progress.ms``; every other
-           key is a KafkaProducer property.
+           (true: report every acknowledged record), ``kbatch.progress.ms``,
+           ``kbatch.intercept`` (default true; false leaves the Sender's KafkaClient
+           unwrapped, for diagnosis: requests are then not counted); every other key is a
+           KafkaProducer property.
   'P'      ping: the driver answers with its System.nanoTime() (clock offset estimate).
   'M'      one message: uint16 topic index, int32 partition (-1: the client's partitioner),
            int64 intended send time in the driver's nanoTime, int8 record latency (0 while

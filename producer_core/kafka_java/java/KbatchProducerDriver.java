@@ -280,7 +280,9 @@ public final class KbatchProducerDriver {
                  true);
             return 6;
         }
-        intercept(producer);
+        if (Boolean.parseBoolean(header.getProperty("kbatch.intercept", "true"))) {
+            intercept(producer);
+        }
         for (String topic : topics) {  // metadata now, so the first send() does not block
             try {
                 producer.partitionsFor(topic);
