@@ -143,7 +143,9 @@ def write_json(path: Path, payload: Any) -> None:
                    "behind the work pending in the engine; 'aimd' = broker-level collector "
                    "whose window adapts per broker (aimd.*); 'bruce' = Bruce's per-topic "
                    "and combined batches, late partition choice and rate limits (bruce.*); "
-                   "'librdkafka' = the real client (confluent-kafka) on the same workload.")
+                   "'librdkafka' = the real client (confluent-kafka) on the same workload; "
+                   "'kafka-java' = Apache Kafka's Java producer (kafka-clients, needs a JDK) "
+                   "on the same workload.")
 @workload_options
 @payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",

@@ -16,9 +16,11 @@ from producer_core.errors import ConfigError
 from producer_core.security import PLAINTEXT, SECURITY_KEYS, SecurityConfig, build_security, redact
 from producer_core.topic_creation import DEFAULT_CREATION, TopicCreation
 
-MODES = ("partition", "none", "broker", "java", "bruce", "librdkafka", "adaptive", "aimd")
+MODES = ("partition", "none", "broker", "java", "bruce", "librdkafka", "adaptive", "aimd",
+         "kafka-java")
 """Modes: the in-repo engine's linger policies, and `librdkafka` (the real client, as a
-reference: confluent-kafka's Producer driven by the same workload generator)."""
+reference: confluent-kafka's Producer driven by the same workload generator), and
+`kafka-java` (Apache Kafka's Java producer, the reference for mode `java`)."""
 
 COLLECTOR_MODES = ("broker", "adaptive", "aimd")
 """Modes built on the broker-level batch collector (one collection per broker)."""
@@ -398,6 +400,9 @@ def build_settings(
         )
     security = build_security(client)
     warnings.extend(security.warnings)
+    if mode == "kafka-java":
+        from producer_core.kafka_java.settings import check_settings
+        check_settings(explicit)
     if mode == "librdkafka":
         _check_librdkafka(explicit, values)
         _check_passthrough(explicit, passthrough)

@@ -594,6 +594,11 @@ async def run_async(
 
         return await librdkafka_engine.run_async(
             workload, settings, mode, bootstrap, on_progress, deliveries, stop)
+    if mode == "kafka-java":  # Apache Kafka's Java producer, the reference for mode java
+        from producer_core.kafka_java import run as kafka_java
+
+        return await kafka_java.run_async(
+            workload, settings, mode, bootstrap, on_progress, deliveries, stop)
     cluster = Cluster.for_settings(bootstrap, settings)
     engine = Engine(workload, settings, mode, cluster, on_progress, deliveries, stop)
     return await engine.run()

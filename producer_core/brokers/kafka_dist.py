@@ -106,8 +106,8 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _pom() -> str:
-    deps = [f"{a}:{KAFKA_VERSION}" for a in ARTIFACTS] + [LOG_BINDING]
+def _pom(deps: list[str] | None = None) -> str:
+    deps = deps or [f"{a}:{KAFKA_VERSION}" for a in ARTIFACTS] + [LOG_BINDING]
     items = "".join(
         f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
         f"<version>{v}</version></dependency>\n"
@@ -122,17 +122,21 @@ def _pom() -> str:
     )
 
 
-def fetch_jars(target: Path, progress: Callable[[str], None]) -> None:
-    """Resolve the jars into ``target/libs`` with Maven, atomically (temp dir, rename)."""
+def fetch_jars(target: Path, progress: Callable[[str], None], deps: list[str] | None = None,
+               marker: str = "kafka_2.13-*.jar",
+               label: str = f"Apache Kafka {KAFKA_VERSION} jars (about 60 MB)") -> None:
+    """Resolve the jars into ``target/libs`` with Maven, atomically (temp dir, rename).
+
+    ``deps`` (``group:artifact:version``) defaults to the broker's; ``marker`` is a jar
+    name pattern whose presence proves Maven resolved them."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise _missing("Maven (`mvn` is not on PATH) to download Kafka, and no KAFKA_HOME")
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        progress(f"Fetching Apache Kafka {KAFKA_VERSION} jars from Maven Central into "
-                 f"{target} (first run only, about 60 MB)...")
-        (work / "pom.xml").write_text(_pom())
+        progress(f"Fetching {label} from Maven Central into {target} (first run only)...")
+        (work / "pom.xml").write_text(_pom(deps))
         cmd = [mvn, "-B", "-q", "dependency:copy-dependencies", "-DincludeScope=runtime",
                f"-DoutputDirectory={work / 'libs'}"]
         try:
@@ -144,7 +148,7 @@ def fetch_jars(target: Path, progress: Callable[[str], None]) -> None:
                 f"Maven did not finish resolving Kafka {KAFKA_VERSION} within "
                 f"{MVN_TIMEOUT_S} s. Check network access to Maven Central, or set KAFKA_HOME."
             ) from exc
-        if proc.returncode != 0 or not any((work / "libs").glob("kafka_2.13-*.jar")):
+        if proc.returncode != 0 or not any((work / "libs").glob(marker)):
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise BrokerError(
                 f"Maven could not resolve Apache Kafka {KAFKA_VERSION} (exit code "
@@ -157,6 +161,6 @@ def fetch_jars(target: Path, progress: Callable[[str], None]) -> None:
         except OSError:
             if not (target / "libs").is_dir():  # not a concurrent run that won the race
                 raise
-        progress(f"Kafka {KAFKA_VERSION} jars cached in {target}.")
+        progress(f"{label.split(' (')[0]} cached in {target}.")
     finally:
         shutil.rmtree(work, ignore_errors=True)

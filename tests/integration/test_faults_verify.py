@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from producer_core.brokers.embedded import EmbeddedBroker, free_port
@@ -235,22 +235,6 @@ async def _create_replicated_topic(bootstrap: str, name: str) -> None:
     raise AssertionError(f"{name} got no leaders in 30 s")
 
 
-async def _warm_up_producer_ids(bootstrap: str, topic: str) -> None:
-    """One idempotent send by aiokafka (which retries InitProducerId), before kbatch's run.
-
-    A fresh Kafka cluster answers the first InitProducerId with COORDINATOR_LOAD_IN_PROGRESS
-    for a while; kbatch's engine does not retry that yet (it stops with "InitProducerId was
-    refused: GroupLoadInProgressError"). This test is about a leader change, so it lets the
-    cluster get past that first; the record lands before the run's start offsets.
-    """
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
-    await producer.start()
-    try:
-        await asyncio.wait_for(producer.send_and_wait(topic, b"warm-up", partition=0), 60)
-    finally:
-        await producer.stop()
-
-
 @pytest.mark.parametrize("extra,idempotence", [
     ((), True), (("-X", "enable.idempotence=false"), False)],
     ids=["idempotence", "no-idempotence-acks-all"])
@@ -264,7 +248,6 @@ def test_leader_change_on_kafka(kafka_cluster, tmp_path, extra, idempotence) -> 
     topic = fresh_topic("leader-change")
     bootstrap = kafka_cluster.bootstrap
     asyncio.run(_create_replicated_topic(bootstrap, topic))
-    asyncio.run(_warm_up_producer_ids(bootstrap, topic))
     json_path = tmp_path / "run.json"
     proc, began = kbatch_produce(bootstrap, topic, json_path, *extra, duration_s=8)
     leader = asyncio.run(_leader_of(bootstrap, topic, 0))

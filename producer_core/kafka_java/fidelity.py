@@ -1,0 +1,61 @@
+"""How close an emulation is to the real client it reproduces: one set of bounds, used by
+`benchmarks/fidelity.py` and by the integration tests that guard the emulation.
+
+Pairs: mode `java` against `kafka-java` (the Java producer), and mode `partition` with
+``produce.request.max.partitions=1`` against `librdkafka`. Bounds (issue #18): requests
+sent and messages per request within 5%, latency p50 and p99 within 10% or 2 ms,
+whichever is looser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PAIRS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("java", (), "kafka-java"),
+    ("partition", ("produce.request.max.partitions=1",), "librdkafka"),
+)
+"""(emulation mode, its extra -X settings, the real client's mode)."""
+
+RELATIVE = {"requests_sent": 0.05, "msgs_per_req": 0.05, "p50_ms": 0.10, "p99_ms": 0.10}
+ABSOLUTE_MS = 2.0
+
+
+@dataclass(frozen=True)
+class Check:
+    metric: str
+    real: float
+    emulated: float
+    ok: bool
+
+    @property
+    def difference(self) -> str:
+        if self.metric.endswith("_ms"):
+            return f"{self.emulated - self.real:+.1f} ms"
+        if not self.real:
+            return "-"
+        return f"{(self.emulated / self.real - 1) * 100:+.1f}%"
+
+
+def figures(results: dict[str, Any]) -> dict[str, float]:
+    """The compared figures of one results document (`Results.to_dict()`)."""
+    return {
+        "requests_sent": float(results["requests_sent"]),
+        "msgs_per_req": float(results["msgs_per_req"]),
+        "p50_ms": float(results["latency"]["p50_ms"]),
+        "p99_ms": float(results["latency"]["p99_ms"]),
+    }
+
+
+def within(metric: str, real: float, emulated: float) -> bool:
+    bound = RELATIVE[metric] * abs(real)
+    if metric.endswith("_ms"):
+        bound = max(bound, ABSOLUTE_MS)
+    return abs(emulated - real) <= bound
+
+
+def check(real: dict[str, Any], emulated: dict[str, Any]) -> list[Check]:
+    """Every compared figure of an emulated run against the real client's run."""
+    a, b = figures(real), figures(emulated)
+    return [Check(name, a[name], b[name], within(name, a[name], b[name])) for name in RELATIVE]

@@ -1,0 +1,200 @@
+"""Mode kafka-java against real brokers: the Java producer on kbatch's workload, and the
+guard that keeps the emulations within the fidelity bounds of the clients they reproduce.
+
+Its Produce request count (the driver's wrapped KafkaClient) must agree with the frames a
+wire proxy saw, every acknowledged message must be in the topic where the driver said,
+and its results must validate against the schema."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections import Counter
+from dataclasses import replace
+
+import jsonschema
+import pytest
+
+from producer_core.compare import compare, parse_mode_configs
+from producer_core.config import build_settings
+from producer_core.engine import Delivery, run
+from producer_core.kafka_java.fidelity import PAIRS, check
+from producer_core.partitioner import key_table
+from producer_core.results_io import add_facts, results_schema, validate_document
+from producer_core.workload import Workload
+from tests.kafka_fixtures import fresh_topic
+from tests.readback import read_all
+
+pytestmark = pytest.mark.broker
+
+
+def test_kafka_java_counts_match_the_wire_and_every_ack_reads_back(counted_broker):
+    broker, proxy = counted_broker
+    workload = Workload(topic="kj-wire", partitions=12, rate=3000, duration_s=2.0, keys=40)
+    settings = build_settings({"linger.ms": "20", "acks": "all"}.items(), mode="kafka-java")
+    deliveries: list[Delivery] = []
+    results = run(workload, settings, "kafka-java", proxy.address, deliveries=deliveries)
+    doc = results.to_dict()
+    total = workload.total_messages
+    assert doc["mode"] == "kafka-java"
+    assert doc["messages"] == {"intended": total, "sent": total, "acknowledged": total,
+                               "failed": 0, "failed_reasons": {}, "discarded": 0,
+                               "discard_reasons": {}}
+    # the driver's count of Produce requests is the wire's, per request what it carried
+    assert doc["kafka_java"]["request_counting"] == "sender-client"
+    assert results.requests_sent == proxy.produce_requests > 20
+    assert sum(doc["requests_by_broker"].values()) == results.requests_sent
+    assert doc["records_sent"] == total and doc["bytes_sent"] > total * 100
+    assert 1 < doc["partitions_per_request"]["max"] <= 12  # Java drains a broker's partitions
+    assert doc["msgs_per_req"] == pytest.approx(total / results.requests_sent, abs=1e-3)
+    # the client's own node metrics count every request type: at least the Produce ones
+    assert sum(doc["kafka_java"]["node_request_total"].values()) >= results.requests_sent
+    latency = doc["latency"]
+    assert latency["count"] == total and doc["rtt"]["count"] == results.requests_sent
+    assert 1.0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"] < 10_000
+    assert doc["settings"]["linger.ms"] == 20
+    assert doc["kafka_java"]["properties"]["acks"] == "all"
+    add_facts(doc, embedded=True)
+    document = json.loads(json.dumps(doc))
+    validate_document(document)
+    jsonschema.validate(document, results_schema())
+
+    # every acknowledged message is in the topic once, at the partition and offset the
+    # driver reported, and keys were partitioned as the engine does (Java murmur2)
+    reported = {d.message_ids[0]: (d.partition, d.base_offset) for d in deliveries}
+    assert sorted(reported) == list(range(total))
+    found = asyncio.run(read_all(proxy.address, workload.topic, 12, expected=total))
+    stored = Counter(mid for records in found.values() for _, mid, _ in records)
+    assert set(stored) == set(range(total)) and max(stored.values()) == 1
+    keys, partition_of_key = key_table(40, 12)
+    expected_partition = dict(zip(keys, partition_of_key, strict=True))
+    for partition, records in found.items():
+        for offset, message_id, key in records:
+            assert reported[message_id] == (partition, offset)
+            assert expected_partition[key] == partition
+
+
+def test_kafka_java_sends_the_engines_messages_to_the_same_partitions(broker_bootstrap):
+    bootstrap = broker_bootstrap.bootstrap
+    base = Workload(topic="same", partitions=6, rate=4000, messages=800, duration_s=None,
+                    keys=25, message_size=40)
+    stored = {}
+    for mode in ("java", "kafka-java"):
+        workload = replace(base, topic=fresh_topic(f"same-{mode}"))
+        results = run(workload, build_settings(mode=mode), mode, bootstrap)
+        assert results.metrics.messages_acked == 800
+        found = asyncio.run(read_all(bootstrap, workload.topic, 6, expected=800))
+        stored[mode] = {mid: (partition, key)
+                        for partition, records in found.items() for _, mid, key in records}
+    assert len(stored["java"]) == 800
+    assert stored["kafka-java"] == stored["java"]
+
+
+ATTEMPTS = 3
+"""A shared 2-core machine stalls a run now and then: a figure fails the guard only when
+it is out of bounds in every attempt (a drift is; a stall is not)."""
+GUARDED = ("requests_sent", "msgs_per_req")
+"""The batching policy's figures. Latency is left to `benchmarks/fidelity.py`: in 6 s runs
+on a shared machine it follows the machine's load, not the policy (measured with the
+session's 3-node Kafka cluster idling beside: `partition` p50 4-9 ms above librdkafka's
+7.1-7.4 ms at 500 msg/s; `java` p99 50-56 ms against kafka-java's 49-134 ms)."""
+OVERLOAD_PER_CORE = 4.0
+"""Above this load average per core the machine, not the emulation, decides the figures
+(measured: at load 14-20 on 2 cores both pairs drifted in every attempt; at load 7 both
+stayed within the bounds), so the guard skips and says why."""
+
+
+def _guard(broker: str, pair: tuple[str, tuple[str, ...], str], rate: int) -> None:
+    emulation, extra, real = pair
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load > OVERLOAD_PER_CORE * cores:
+        pytest.skip(f"machine overloaded (load average {load:.1f} on {cores} cores): "
+                    "fidelity cannot be measured now")
+    misses: dict[str, list[str]] = {metric: [] for metric in GUARDED}
+    passed: set[str] = set()
+    for attempt in range(ATTEMPTS):
+        workload = Workload(topic=fresh_topic(f"fidelity-{emulation}-{attempt}"),
+                            partitions=64, rate=rate, duration_s=6, warmup_s=1,
+                            message_size=100)
+        runs = parse_mode_configs([real, emulation], [("acks", "all")],
+                                  [f"{emulation}:{item}" for item in extra], linger_ms=5)
+        document = compare(workload, runs, broker)
+        by_mode = {r["mode"]: r for r in document["runs"]}
+        for r in by_mode.values():
+            assert r["messages"]["acknowledged"] == workload.total_messages
+        for c in check(by_mode[real], by_mode[emulation]):
+            if c.metric not in GUARDED:
+                continue
+            if c.ok:
+                passed.add(c.metric)
+            else:
+                misses[c.metric].append(f"{c.real:g} vs {c.emulated:g} ({c.difference})")
+        if passed == set(GUARDED):
+            return
+    drifted = {metric: v for metric, v in misses.items() if metric not in passed}
+    pytest.fail(f"{emulation} drifted from {real} in every attempt: {drifted}")
+
+
+def test_java_emulation_stays_within_the_fidelity_bounds_of_the_java_producer(tansu_broker):
+    _guard(tansu_broker.bootstrap, PAIRS[0], rate=2000)
+
+
+def test_partition_one_stays_within_the_fidelity_bounds_of_librdkafka(tansu_broker):
+    # One message per request at 2,000 msg/s is 2,000 requests/s, more than kbatch's Python
+    # sender writes on a shared 2-core machine (measured at load 4-7: 9,500-9,900 requests
+    # against librdkafka's 12,000, p50 +11-13 ms; README, "Fidelity of the emulations"). At
+    # 500 msg/s the sender keeps up, so this guards the policy, not the sender's speed.
+    _guard(tansu_broker.bootstrap, PAIRS[1], rate=500)
+
+
+def test_a_cancelled_run_leaves_no_java_process(tansu_broker):
+    from producer_core.kafka_java import run as kafka_java
+
+    started: list[kafka_java.KafkaJavaRun] = []
+    original = kafka_java.KafkaJavaRun.run
+
+    def tracked(self: kafka_java.KafkaJavaRun) -> object:
+        started.append(self)
+        return original(self)
+
+    async def cancel_after(seconds: float) -> None:
+        workload = Workload(topic=fresh_topic("kj-cancel"), partitions=4, rate=500,
+                            duration_s=60)
+        task = asyncio.create_task(kafka_java.run_async(
+            workload, build_settings(mode="kafka-java"), "kafka-java", tansu_broker.bootstrap))
+        await asyncio.sleep(seconds)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kafka_java.KafkaJavaRun, "run", tracked)
+        asyncio.run(cancel_after(6.0))
+    proc = started[0]._proc
+    assert proc is not None
+    proc.wait(timeout=15)  # killed, not left running
+    assert proc.returncode is not None
+
+
+def test_jars_are_fetched_and_the_driver_compiled_once_per_source(tmp_path, monkeypatch):
+    from producer_core.kafka_java import driver
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    messages: list[str] = []
+    first = driver.prepare(progress=messages.append)
+    assert any("Fetching kafka-clients 4.3.1" in m for m in messages)
+    assert any("Compiling" in m for m in messages)
+    libs = tmp_path / "kbatch" / "kafka-clients-4.3.1" / "libs"
+    assert (libs / "kafka-clients-4.3.1.jar").is_file()
+    assert any(libs.glob("HdrHistogram-*.jar"))
+    messages.clear()
+    assert driver.prepare(progress=messages.append) == first and messages == []  # cached
+    # an edited driver is a different build, compiled beside the first
+    original = driver.source_text()
+    monkeypatch.setattr(driver, "source_text", lambda: original + "\n// edited\n")
+    edited = driver.prepare(progress=messages.append)
+    assert edited.classpath != first.classpath and any("Compiling" in m for m in messages)
+    builds = list((tmp_path / "kbatch" / "kafka-java-driver").iterdir())
+    assert len(builds) == 2 and all((b / "KbatchProducerDriver.class").is_file()
+                                    for b in builds)
