@@ -237,6 +237,50 @@ class SecurityConfig:
                 props["enable.ssl.certificate.verification"] = "false"
         return props
 
+    def java_properties(self) -> dict[str, str]:
+        """The same security under the Java client's property names (mode kafka-java), key
+        material inline as PEM (Kafka >= 2.7); a ConfigError for what Java cannot express."""
+        props: dict[str, str] = {}
+        if self.protocol == "PLAINTEXT":
+            return props
+        props["security.protocol"] = self.protocol
+        if self.sasl:
+            assert self.mechanism is not None
+            if self.mechanism == "OAUTHBEARER":
+                raise ConfigError(
+                    "Mode kafka-java does not support sasl.mechanism=OAUTHBEARER yet (the Java "
+                    "client refused kbatch's unsecured-token login); use PLAIN or SCRAM with "
+                    "kafka-java, or OAUTHBEARER with the other modes.")
+            props["sasl.mechanism"] = self.mechanism
+            props["sasl.jaas.config"] = self._java_jaas()
+        if self.tls:
+            if not self.verify_certificate:
+                raise ConfigError(
+                    "Mode kafka-java cannot turn off broker certificate verification "
+                    "(enable.ssl.certificate.verification=false): give the broker's CA with "
+                    "ssl.truststore.location (PEM or PKCS12) or ssl.ca.location.")
+            if self.ca_pem is not None:
+                props["ssl.truststore.type"] = "PEM"
+                props["ssl.truststore.certificates"] = self.ca_pem
+            if self.cert_pem is not None and self.key_pem is not None:
+                props["ssl.keystore.type"] = "PEM"
+                props["ssl.keystore.certificate.chain"] = self.cert_pem
+                props["ssl.keystore.key"] = self.key_pem
+                if self.key_password:
+                    props["ssl.key.password"] = self.key_password
+            props["ssl.endpoint.identification.algorithm"] = (
+                "https" if self.check_hostname else "")
+        return props
+
+    def _java_jaas(self) -> str:
+        def quoted(text: str | None) -> str:
+            return '"' + (text or "").replace("\\", "\\\\").replace('"', '\\"') + '"'
+        options = [f"username={quoted(self.username)}", f"password={quoted(self.password)}"]
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
+                  if self.mechanism == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        return f"{module} required {' '.join(options)};"
+
     def describe(self) -> str:
         """A short, secret-free description for messages ("SASL_SSL, SCRAM-SHA-512 as alice")."""
         text = self.protocol

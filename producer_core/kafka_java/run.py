@@ -39,6 +39,7 @@ from producer_core.kafka_java.driver import Driver, prepare
 from producer_core.kafka_java.settings import java_properties
 from producer_core.metrics import ClientCounts, RequestRecord, Results, RunMetrics, TopicMetrics
 from producer_core.run_checks import check_message_fits, run_warnings
+from producer_core.security import redact, scrub
 from producer_core.transport import Cluster
 from producer_core.workload import Workload
 
@@ -114,6 +115,7 @@ class KafkaJavaRun:
             self.topic_index.extend([index] * spec.partitions)
             self.metrics.topics.setdefault(spec.name, TopicMetrics())
         self.properties = {**java_properties(dict(settings.values)),
+                           **settings.security.java_properties(),
                            "bootstrap.servers": bootstrap}
         self._lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self._requests: list[dict[str, Any]] = []
@@ -185,8 +187,9 @@ class KafkaJavaRun:
     def _driver_died(self, message: str | None = None) -> Exception:
         self._done.wait(2.0)  # let the reader take the driver's last lines (config_error)
         if self._config_error is not None:
+            refusal = scrub(self._config_error, self.properties)
             return ConfigError(f"The Java producer refused the settings "
-                               f"{self.properties}: {self._config_error}")
+                               f"{redact(self.properties)}: {refusal}")
         tail = ""
         if self._stderr is not None:
             self._stderr.seek(0)
@@ -369,7 +372,7 @@ class KafkaJavaRun:
                 "json": {"kafka_java": {
                     "client_version": self.client_version,
                     "protocol": protocol.PROTOCOL_VERSION,
-                    "properties": dict(self.properties),
+                    "properties": redact(self.properties),
                     "request_counting": result.get("interception"),
                     "produce_requests_by_broker": result.get("requests_by_node", {}),
                     "node_request_total": result.get("node_request_total", {}),

@@ -278,3 +278,25 @@ def test_workload_file_topics_get_the_topic_options(secured, tmp_path):
                                        "--workload", str(workload), "--replication-factor",
                                        "3", "--no-progress"), 1)
     assert "refused to create topic 'wl-c" in error and "replication factor" in error.lower()
+
+
+@pytest.mark.parametrize("listener, mechanism", [
+    ("MTLS", None), ("SASLTLS", "SCRAM-SHA-512"), ("SASLPLAIN", "PLAIN")])
+def test_kafka_java_takes_the_same_security(secured, listener, mechanism):
+    """Mode kafka-java gets the security under the Java client's names (PEM inline, JAAS
+    built from the user's settings) and reads back every message; the results' copy of the
+    driver's properties is redacted."""
+    produce_and_read_back(secured, secured.props(listener, mechanism), "kafka-java")
+
+
+def test_kafka_java_results_hold_no_secret(secured, tmp_path):
+    password = secured.security.password
+    props = secured.file("java-secret", secured.props("SASLTLS", "SCRAM-SHA-512"))
+    out = tmp_path / "run.json"
+    proc = kbatch("produce", "--mode", "kafka-java", "--command-config", str(props),
+                  "--messages", "100", "--rate", "1000", "--no-progress", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert password not in proc.stdout + proc.stderr + out.read_text()
+    java = json.loads(out.read_text())["kafka_java"]["properties"]
+    assert java["sasl.jaas.config"] == "[redacted]"
+    assert java["security.protocol"] == "SASL_SSL"
