@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from producer_core.accumulator import Accumulator, TopicPartition
+from producer_core.compare import parse_mode_configs
 from producer_core.config import build_settings
-from producer_core.errors import ConfigError
+from producer_core.errors import ConfigError, UsageError
 from producer_core.partitioner import partition_for_key
 from producer_core.partitioners import PARTITIONERS, Partitioning
 from producer_core.partitioners.hashes import (
@@ -23,10 +24,12 @@ from producer_core.partitioners.hashes import (
 from producer_core.partitioners.librdkafka import LibrdkafkaKeyless
 from producer_core.partitioners.sticky import BATCH_HEADER, Kip480, UniformSticky
 from producer_core.partitioners.topic import TopicPartitioner
+from producer_core.workload_file import parse_workload
 
 # Partitions librdkafka (confluent-kafka 2.16.1) chose for these keys on a 7-partition
 # topic: each key produced with `partitioner=<name>` to an embedded Tansu topic, and the
-# partition read from the delivery report (script in the commit message of this file).
+# partition read from the delivery report. tests/integration/test_partitioners_live.py
+# checks the same live, through mode librdkafka.
 REF_KEYS = [b"key-%d" % i for i in range(40)] + [b"a", b"hello world", bytes(range(200))]
 LIBRDKAFKA_REFERENCE = {
     "consistent": [6, 0, 3, 5, 1, 4, 3, 0, 3, 3, 5, 3, 3, 5, 2, 5, 3, 5, 2, 0, 1, 3, 4, 2, 3,
@@ -204,3 +207,29 @@ def _runs(parts: list[int]) -> list[list[int]]:
         else:
             out.append([p])
     return out
+
+
+def test_workload_file_names_a_partitioner_per_topic() -> None:
+    workload = parse_workload("""
+duration_s: 1
+topics:
+  - {name: a, partitions: 4, rate: {constant: 10}, partitioner: uniform_sticky}
+  - {name: b, partitions: 4, rate: {constant: 10}}
+""", "w.yaml")
+    a, b = workload.topic_specs()
+    assert (a.partitioner, b.partitioner) == ("uniform_sticky", None)
+    assert workload.with_topic_suffix("-x").topic_specs()[0].partitioner == "uniform_sticky"
+    run_default = Partitioning(name="sticky")
+    assert run_default.for_topic(a.partitioner).name == "uniform_sticky"
+    assert run_default.for_topic(b.partitioner).name == "sticky"
+    with pytest.raises(UsageError, match=r"w.yaml:3: .*partitioner.*allowed: round_robin"):
+        parse_workload("""
+topics:
+  - {name: a, partitions: 4, rate: {constant: 10}, partitioner: stiky}
+""", "w.yaml")
+
+
+def test_mode_config_sets_a_partitioner_for_one_mode() -> None:
+    runs = parse_mode_configs(["partition", "broker"], [("partitioner", "sticky")],
+                              ["broker:partitioner=uniform_sticky"])
+    assert [r.settings["partitioner"] for r in runs] == ["sticky", "uniform_sticky"]
