@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from producer_core.accumulator import Accumulator
+from producer_core.accumulator import BATCH_FILLED, Accumulator
 from producer_core.linger import LingerPolicy
 from producer_core.message_source import TopicSource, make_schedule, scheduled_total
 from producer_core.metrics import RunMetrics, TopicMetrics
@@ -195,6 +195,9 @@ class Generator:
         for slot, event in self.accumulator.append_many(
                 slots, ids, keys, values, intended, now, timestamp_ms, source.headers):
             on_append(slot, event, now)
+        if partitioner.closes is not None:
+            for slot in partitioner.closes.finish_pass():
+                on_append(slot, BATCH_FILLED, now)
         if not isinstance(topic.schedule, Unthrottled):
             lags = now - intended_array
             if self.workload.warmup_s:

@@ -79,7 +79,30 @@ class _Sticky:
 
 
 class Kip480(_Sticky):
-    """`partitioner=sticky`: stick until the partition needs a new batch (KIP-480)."""
+    """`partitioner=sticky`: stick until the partition needs a new batch (KIP-480).
+
+    Java's `tryAppend` closes the batch a record did not fit before `onNewBatch` switches
+    away, so that batch is full and sent at once. kbatch appends after choosing: the
+    partitions left this way are closed after the pass is appended (`finish_pass`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.abandoned: list[int] = []
+
+    def finish_pass(self) -> list[int]:
+        """Close the open batch of each partition switched away from for lack of room;
+        returns their slots (the generator reports them as BATCH_FILLED)."""
+        closed = []
+        if self.queues is not None:
+            for partition in self.abandoned:
+                slot = self.first_slot + partition
+                queue = self.queues[slot]
+                if queue and not queue[-1].closed and queue[-1].ids:
+                    queue[-1].closed = True
+                    closed.append(slot)
+        self.abandoned.clear()
+        return closed
 
     def choose(self, sizes: list[int], now: float) -> list[int]:
         partition = self.current
@@ -90,6 +113,8 @@ class Kip480(_Sticky):
                 partition = self.random_partition()
                 room = self.open_room(partition)
             elif room < size:  # onNewBatch: switch before the record makes a new batch
+                if room > 0:
+                    self.abandoned.append(partition)
                 partition = self.random_partition(avoid=partition)
                 room = self.open_room(partition)
                 self.switches += 1

@@ -38,9 +38,12 @@ class TopicPartitioner:
         self.random_keys = config.name == "random"
         self.rng = np.random.default_rng([seed, 1])
         self.key_partitions = key_partitions
+        self.closes: Kip480 | None = None
+        """`sticky` closes the batches it leaves (`Kip480.finish_pass`)."""
         name = config.name
         if name == "sticky":
-            self.keyless = Kip480(partitions, first_slot, accumulator, seed, config.batch_size)
+            self.keyless = self.closes = Kip480(partitions, first_slot, accumulator, seed,
+                                                config.batch_size)
         elif name == "uniform_sticky":
             self.keyless = UniformSticky(
                 partitions, first_slot, accumulator, seed, config.batch_size,

@@ -93,14 +93,19 @@ def test_kip480_sticks_until_the_batch_is_full() -> None:
     acc = _accumulator(50)
     chooser = Kip480(50, 0, acc, seed=1, batch_size=1000)
     parts: list[int] = []
+    closed: list[int] = []
     for _ in range(20):  # 20 passes of 3 records of ~100 bytes
         chosen = chooser.choose([100] * 3, 0.0)
         _append(acc, chosen)
+        closed.extend(chooser.finish_pass())
         parts.extend(chosen)
-    runs = [len(list(group)) for group in _runs(parts)]
+    runs = _runs(parts)
     # a 1000-byte batch holds 61 header bytes + 9 records of ~100: every run fills one batch
-    assert all(run == (1000 - BATCH_HEADER) // 100 for run in runs[:-1])
-    assert all(len(q) == 1 for q in acc.queues if q)  # no partition got a second batch
+    assert all(len(run) == (1000 - BATCH_HEADER) // 100 for run in runs[:-1])
+    # each partition left is closed at once (Java's tryAppend closes it: ready to send)
+    assert closed == [run[0] for run in runs[:-1]]
+    assert all(acc.queues[p][-1].closed for p in closed)
+    assert not acc.queues[runs[-1][0]][-1].closed
 
 
 def test_kip480_switches_when_the_batch_was_sent() -> None:
