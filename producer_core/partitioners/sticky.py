@@ -49,10 +49,13 @@ class _Sticky:
         self.rng = np.random.default_rng(seed)
         self.current: int | None = None
         self._room = 0  # room of the current partition's open batch, when there are no queues
+        self._pass_room: dict[int, int] = {}  # partitions left earlier in this pass
         self.switches = 0
 
     def open_room(self, partition: int) -> int:
         """Bytes left in the partition's open batch (0: it has none, a record starts one)."""
+        if partition in self._pass_room:  # chosen earlier in this pass, not appended yet
+            return self._pass_room[partition]
         if self.queues is None:
             return self._room if partition == self.current else 0
         queue = self.queues[self.first_slot + partition]
@@ -105,6 +108,7 @@ class Kip480(_Sticky):
         return closed
 
     def choose(self, sizes: list[int], now: float) -> list[int]:
+        self._pass_room.clear()
         partition = self.current
         room = 0 if partition is None else self.open_room(partition)
         out = []
@@ -115,7 +119,10 @@ class Kip480(_Sticky):
             elif room < size:  # onNewBatch: switch before the record makes a new batch
                 if room > 0:
                     self.abandoned.append(partition)
+                self._pass_room[partition] = 0  # closed after the pass
                 partition = self.random_partition(avoid=partition)
+                if partition in self.abandoned:  # back in the same pass: the record that
+                    self.abandoned.remove(partition)  # does not fit closes it (BATCH_FILLED)
                 room = self.open_room(partition)
                 self.switches += 1
             room, _ = self._append(partition, room, size)
@@ -185,6 +192,7 @@ class UniformSticky(_Sticky):
         return int(ids[int(np.searchsorted(cft, pick, side="right"))])
 
     def choose(self, sizes: list[int], now: float) -> list[int]:
+        self._pass_room.clear()
         if self.adaptive:
             self.refresh_load_stats(now)
         partition = self.current
@@ -198,6 +206,7 @@ class UniformSticky(_Sticky):
             room, new_batch = self._append(partition, room, size)
             produced += size
             if (produced >= limit and new_batch) or produced >= 2 * limit:
+                self._pass_room[partition] = room
                 partition = self.next_partition()
                 room = self.open_room(partition)
                 produced = 0

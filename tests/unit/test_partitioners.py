@@ -9,10 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from producer_core.accumulator import Accumulator, TopicPartition
+from producer_core.accumulator import BATCH_FILLED, Accumulator, TopicPartition
 from producer_core.compare import parse_mode_configs
 from producer_core.config import build_settings
 from producer_core.errors import ConfigError, UsageError
+from producer_core.generator import Generator
+from producer_core.metrics import RunMetrics
 from producer_core.partitioner import partition_for_key
 from producer_core.partitioners import PARTITIONERS, Partitioning
 from producer_core.partitioners.hashes import (
@@ -24,6 +26,7 @@ from producer_core.partitioners.hashes import (
 from producer_core.partitioners.librdkafka import LibrdkafkaKeyless
 from producer_core.partitioners.sticky import BATCH_HEADER, Kip480, UniformSticky
 from producer_core.partitioners.topic import TopicPartitioner
+from producer_core.workload import Workload
 from producer_core.workload_file import parse_workload
 
 # Partitions librdkafka (confluent-kafka 2.16.1) chose for these keys on a 7-partition
@@ -238,3 +241,48 @@ def test_mode_config_sets_a_partitioner_for_one_mode() -> None:
     runs = parse_mode_configs(["partition", "broker"], [("partitioner", "sticky")],
                               ["broker:partitioner=uniform_sticky"])
     assert [r.settings["partitioner"] for r in runs] == ["sticky", "uniform_sticky"]
+
+
+class _Recorder:
+    """The generator's policy hooks, recording the accumulator events it reports."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, int]] = []
+
+    def admit(self, topic_index: int, count: int, now: float) -> int:
+        return count
+
+    def keyless_slots(self, *args: object) -> None:
+        return None
+
+    def on_append(self, slot: int, event: int, now: float) -> None:
+        self.events.append((slot, event))
+
+
+@pytest.mark.parametrize("name", ["round_robin", "sticky", "uniform_sticky", "random"])
+def test_generator_places_keyless_messages_by_partitioner(name: str) -> None:
+    workload = Workload(topic="t", partitions=100, rate=10_000, duration_s=1.0,
+                        message_size=100)
+    acc = Accumulator([TopicPartition("t", p) for p in range(100)], 1000)
+    policy = _Recorder()
+    generator = Generator(workload, [0], acc, policy, RunMetrics(),  # type: ignore[arg-type]
+                          Partitioning(name=name, batch_size=1000))
+    generator.begin(0.0)
+    for step in range(1, 11):
+        generator.generate(step / 100 - 1e-4)  # 10 passes of 100 messages
+    per_partition = [sum(b.record_count for b in q) for q in acc.queues]
+    assert sum(per_partition) == 1000
+    touched = sum(1 for n in per_partition if n)
+    if name == "round_robin":
+        assert per_partition == [10] * 100
+    elif name == "sticky":  # a partition until its batch has no room; that batch is closed
+        filled = [slot for slot, event in policy.events if event == BATCH_FILLED]
+        closed = [b for q in acc.queues for b in q if b.closed]
+        assert len(closed) == len(filled) and len(filled) >= 1000 // 9 - 1
+        # each closed batch is full: no room for one more ~109-byte record
+        assert all(1000 - 110 < b.size_bytes() <= 1000 for b in closed)
+        assert touched < len(filled)  # random switches revisit partitions
+    elif name == "uniform_sticky":  # 10 records (one new batch past 1000 bytes) each
+        assert touched <= 100 and max(per_partition) >= 10
+    else:  # librdkafka's sticky partition, 10 ms passes and a 10 ms linger: one per pass
+        assert touched <= 10 and 5 <= generator.topics[0].partitioner.switches <= 10
