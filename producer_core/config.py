@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from producer_core.errors import ConfigError
+from producer_core.partitioners import PARTITIONERS
 from producer_core.security import PLAINTEXT, SECURITY_KEYS, SecurityConfig, build_security, redact
 from producer_core.topic_creation import DEFAULT_CREATION, TopicCreation
 
@@ -46,7 +47,7 @@ LIBRDKAFKA_NAMES = {
 long kbatch's generator waits on a full librdkafka queue. Any other kbatch setting is refused;
 a name kbatch does not know is a librdkafka property and is passed on as given."""
 
-LIBRDKAFKA_OWN = frozenset({"max.block.ms"})
+LIBRDKAFKA_OWN = frozenset({"max.block.ms", "partitioner", "sticky.partitioning.linger.ms"})
 
 LINGER_MS_IGNORED = (
     "linger.ms is ignored in mode broker; use broker.linger.ms "
@@ -124,6 +125,19 @@ SETTINGS: dict[str, SettingSpec] = dict(
         _spec("compression.type", "none", "choice", "record batch compression",
               choices=("none", "gzip", "snappy", "lz4", "zstd")),
         _spec("client.id", "kbatch", "str", "client id sent in every request header"),
+        _spec("partitioner", "round_robin", "choice", "how messages get partitions: "
+              "round_robin (keyless one at a time), sticky (KIP-480), uniform_sticky "
+              "(KIP-794), or a librdkafka name; keys keep murmur2 unless a librdkafka name "
+              "hashes them (README 'Partitioners')", choices=PARTITIONERS),
+        _spec("partitioner.adaptive.partitioning.enable", "true", "choice", "uniform_sticky: "
+              "weight the next partition by its queued batches", choices=("true", "false")),
+        _spec("partitioner.availability.timeout.ms", 0, "int", "uniform_sticky adaptive: "
+              "skip brokers with a batch ready and undrained this long (0: off)", 0, 3_600_000),
+        _spec("partitioner.ignore.keys", "false", "choice", "uniform_sticky: partition keyed "
+              "messages like keyless ones", choices=("true", "false")),
+        _spec("sticky.partitioning.linger.ms", 10, "int", "librdkafka partitioner names: how "
+              "long keyless messages stick to one random partition (0: random each)",
+              0, 900_000),
         _spec("broker.linger.ms", 5, "int", "broker-level linger: how long a broker's batch "
               "collector gathers partitions, timed from the first partition it collects",
               0, 900_000, modes=("broker",)),

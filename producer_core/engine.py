@@ -30,6 +30,7 @@ from producer_core.linger import LingerPolicy, RequestPlan, make_policy
 from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.message_source import run_target_rate
 from producer_core.metrics import RequestRecord, Results, RunMetrics
+from producer_core.partitioners import Partitioning
 from producer_core.run_checks import check_message_fits, largest_record, run_warnings
 from producer_core.sender import (
     Acknowledge,
@@ -139,7 +140,7 @@ class Engine:
             self.mode, self.accumulator, self.leaders, self.settings, specs
         )
         self.generator = Generator(self.workload, first_slots, self.accumulator, self.policy,
-                                   self.metrics)
+                                   self.metrics, Partitioning.from_settings(self.settings))
         self.slot_metrics = [self.metrics.topics[tp.topic] for tp in self.slots]
         for broker in set(self.leaders):
             await self.cluster.connection(broker)

@@ -15,10 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from producer_core.accumulator import Accumulator
+from producer_core.accumulator import BATCH_FILLED, Accumulator
 from producer_core.linger import LingerPolicy
 from producer_core.message_source import TopicSource, make_schedule, scheduled_total
 from producer_core.metrics import RunMetrics, TopicMetrics
+from producer_core.partitioners import Partitioning
+from producer_core.partitioners.sticky import record_sizes
+from producer_core.partitioners.topic import TopicPartitioner
 from producer_core.schedule import Schedule, Unthrottled
 from producer_core.workload import TopicSpec, Workload
 
@@ -34,6 +37,7 @@ class TopicState:
     schedule: Schedule
     source: TopicSource
     metrics: TopicMetrics
+    partitioner: TopicPartitioner
     sequence: int = 0
 
 
@@ -41,7 +45,8 @@ class Generator:
     """Appends what the schedules say is due; pure apart from the wall-clock timestamp."""
 
     def __init__(self, workload: Workload, first_slots: list[int], accumulator: Accumulator,
-                 policy: LingerPolicy, metrics: RunMetrics) -> None:
+                 policy: LingerPolicy, metrics: RunMetrics,
+                 partitioning: Partitioning | None = None) -> None:
         self.workload = workload
         self.accumulator = accumulator
         self.policy = policy
@@ -49,14 +54,21 @@ class Generator:
         self.start = 0.0
         self.warmup_until = 0.0
         self.cap = workload.messages
+        self.partitioning = partitioning or Partitioning()
+        leaders = getattr(policy, "leaders", None)
         self.topics: list[TopicState] = []
         for index, (spec, first_slot) in enumerate(
                 zip(workload.topic_specs(), first_slots, strict=True)):
             topic_metrics = metrics.topics.setdefault(spec.name, TopicMetrics())
+            source = TopicSource(spec, index, workload.seed, workload.share_index)
+            partitioner = TopicPartitioner(
+                self.partitioning.for_topic(spec.partitioner), spec.partitions, first_slot,
+                accumulator, leaders, (workload.seed * 104729 + index) * 31
+                + workload.share_index, source.keys, source.key_partitions)
             self.topics.append(TopicState(
                 index, spec, first_slot, make_schedule(spec, workload.duration_s,
                                                        workload.seed * 7919 + index),
-                TopicSource(spec, index, workload.seed, workload.share_index), topic_metrics))
+                source, topic_metrics, partitioner))
         self.unthrottled = any(isinstance(t.schedule, Unthrottled) for t in self.topics)
         self.horizon = workload.duration_s if workload.duration_s is not None else math.inf
 
@@ -150,15 +162,27 @@ class Generator:
         key_indexes = source.key_indexes(seqs)
         payload = sum(map(len, values))
         first = topic.first_slot
+        partitioner = topic.partitioner
         if key_indexes is None:
             keys = None
             slots = self.policy.keyless_slots(topic.index, first, topic.spec.partitions, seqs)
             if slots is None:
-                partitions = topic.spec.partitions
-                slots = [first + seq % partitions for seq in seqs]
+                chooser = partitioner.keyless
+                if chooser is None:  # round_robin: the hot path
+                    partitions = topic.spec.partitions
+                    slots = [first + seq % partitions for seq in seqs]
+                else:
+                    sizes = record_sizes(values, None, source.header_bytes)
+                    slots = [first + p for p in chooser.choose(sizes, now)]
         else:
             keys = [source.keys[k] for k in key_indexes]
-            slots = [first + source.key_partitions[k] for k in key_indexes]
+            if partitioner.keyed is None and not partitioner.random_keys:
+                table = partitioner.key_partitions
+                slots = [first + table[k] for k in key_indexes]
+            else:
+                sizes = record_sizes(values, keys, source.header_bytes)
+                slots = [first + p for p in partitioner.keyed_partitions(key_indexes, sizes,
+                                                                         now)]
             payload += sum(map(len, keys))
         self.metrics.payload_bytes += payload
         topic.metrics.payload_bytes += payload
@@ -171,6 +195,9 @@ class Generator:
         for slot, event in self.accumulator.append_many(
                 slots, ids, keys, values, intended, now, timestamp_ms, source.headers):
             on_append(slot, event, now)
+        if partitioner.closes is not None:
+            for slot in partitioner.closes.finish_pass():
+                on_append(slot, BATCH_FILLED, now)
         if not isinstance(topic.schedule, Unthrottled):
             lags = now - intended_array
             if self.workload.warmup_s:

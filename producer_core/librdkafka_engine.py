@@ -3,10 +3,13 @@
 confluent-kafka's `Producer` (librdkafka) is driven by the engine's own `Generator`: the
 same schedules (message `k` of a topic intended where its rate's integral reaches `k`),
 the same message ids, values, keys and headers (`TopicSource`), and the same partitions,
-passed explicitly to `produce` (round-robin for keyless messages, murmur2 for keys), so
-both send identical messages to identical partitions. Instead of an accumulator, the
-generator appends into `_ProduceSink`, which hands each message to `produce`. Latency is
-taken in the delivery callback from the intended send time, exactly as the engine does.
+passed explicitly to `produce` (kbatch's partitioner: round-robin for keyless messages by
+default, murmur2 for keys), so both send identical messages to identical partitions. With a
+librdkafka partitioner name (`-X partitioner=murmur2_random` ...) kbatch passes
+`partitioner` and `sticky.partitioning.linger.ms` on and produces to partition -1
+(`RD_KAFKA_PARTITION_UA`): librdkafka chooses. Instead of an accumulator, the generator
+appends into `_ProduceSink`, which hands each message to `produce`. Latency is taken in the
+delivery callback from the intended send time, exactly as the engine does.
 When librdkafka's queue is full (`BufferError`) the generator blocks, polling, for at most
 `max.block.ms` per message, then counts that message as failed, as Java's `send()` does.
 
@@ -55,6 +58,7 @@ from producer_core.intervals import IntervalRecorder, Tally, run_tally, topic_ta
 from producer_core.memory import BlockedGenerator
 from producer_core.message_source import run_target_rate
 from producer_core.metrics import ClientCounts, Results, RunMetrics, TopicMetrics
+from producer_core.partitioners import Partitioning
 from producer_core.run_checks import check_message_fits, run_warnings
 from producer_core.security import redact, scrub
 from producer_core.transport import Cluster
@@ -96,6 +100,10 @@ def librdkafka_config(settings: ProducerSettings) -> tuple[dict[str, Any], dict[
         config[name] = str(value)
     if "max.block.ms" in settings.explicit:
         used["max.block.ms"] = settings["max.block.ms"]
+    if Partitioning.from_settings(settings).librdkafka:  # librdkafka chooses (README)
+        for key in ("partitioner", "sticky.partitioning.linger.ms"):
+            config[key] = str(settings[key])
+            used[key] = settings[key]
     config.update(settings.librdkafka_properties)
     config.update(settings.security.librdkafka_properties())
     used.update(dict(settings.librdkafka_properties))
@@ -226,9 +234,18 @@ class LibrdkafkaRun:
         self.specs = workload.topic_specs()
         self.targets: list[tuple[str, int]] = []  # slot -> (topic, partition), as the engine
         self.first_slots: list[int] = []
+        self.partitioning = Partitioning.from_settings(settings)
         for spec in self.specs:
             self.first_slots.append(len(self.targets))
-            self.targets.extend((spec.name, p) for p in range(spec.partitions))
+            own = self.partitioning.for_topic(spec.partitioner)
+            if own.librdkafka and own.name != self.partitioning.name:
+                raise ConfigError(
+                    f"Mode librdkafka: topic {spec.name!r} names partitioner {own.name!r} but "
+                    f"the producer's is {self.partitioning.name!r}; librdkafka has one "
+                    "partitioner per producer. Set it with -X partitioner= instead.")
+            # a librdkafka name: produce to RD_KAFKA_PARTITION_UA (-1), librdkafka chooses
+            self.targets.extend((spec.name, -1 if own.librdkafka else p)
+                                for p in range(spec.partitions))
         for spec in self.specs:
             self.metrics.topics.setdefault(spec.name, TopicMetrics())
         self.topic_of = [self.metrics.topics[topic] for topic, _ in self.targets]
@@ -334,7 +351,8 @@ class LibrdkafkaRun:
             self._await_producer_id(producer)
             generator = Generator(self.workload, self.first_slots,
                                   _ProduceSink(self, producer),  # type: ignore[arg-type]
-                                  _NoPolicy(), self.metrics)  # type: ignore[arg-type]
+                                  _NoPolicy(), self.metrics,  # type: ignore[arg-type]
+                                  self.partitioning)
             self.start = self.clock() + START_LEAD_S
             if self.workload.start_at is not None:  # a share of a distributed run
                 self.start = self.clock() + max(0.0, self.workload.start_at - time.time())

@@ -105,6 +105,8 @@ class TopicSource:
         self._stride = max(1, spec.sizes.largest - ID_BYTES)
         self._span = len(self.buffer) - max(0, spec.sizes.largest - ID_BYTES)
         self.headers = [(k, v) for k, v in spec.headers]
+        self.header_bytes = sum(len(k.encode()) + len(v or b"") + 2 for k, v in self.headers)
+        """Bytes the headers add to each record (partitioners estimate record sizes)."""
         keys = spec.keys
         self.keys: list[bytes] = []
         self.key_partitions: list[int] = []

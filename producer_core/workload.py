@@ -107,6 +107,7 @@ class TopicSpec:
     batching: tuple[tuple[str, int], ...] = ()
     rate_limit: tuple[int, int] | None = None  # (interval ms, max messages per interval)
     payload: PayloadSpec = field(default_factory=PayloadSpec)
+    partitioner: str | None = None  # a workload file's per-topic name; None: -X partitioner
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import yaml
 
 from producer_core import bounds
 from producer_core.errors import UsageError
+from producer_core.partitioners import PARTITIONERS
 from producer_core.workload import KeySpec, RateSpec, SizeSpec, TopicSpec, Workload
 from producer_core.yaml_guard import LOADER, check_plain_yaml
 
@@ -203,7 +204,7 @@ def _sizes(field: Field) -> SizeSpec:
 
 
 TOPIC_FIELDS = ("name", "partitions", "rate", "keys", "value_size", "headers", "batching",
-                "rate_limit", "count", "rate_skew")
+                "rate_limit", "count", "rate_skew", "partitioner")
 
 
 def _topics(field: Field) -> list[TopicSpec]:
@@ -238,6 +239,12 @@ def _topics(field: Field) -> list[TopicSpec]:
         items = spec["rate_limit"].items()
         _require(spec["rate_limit"], items, ("interval_ms", "max_messages"))
         rate_limit = (items["interval_ms"].integer(1), items["max_messages"].integer(0))
+    partitioner = None
+    if "partitioner" in spec:
+        partitioner = spec["partitioner"].string()
+        if partitioner not in PARTITIONERS:
+            raise spec["partitioner"].fail(f"unknown partitioner; allowed: "
+                                           f"{', '.join(PARTITIONERS)}")
     count = spec["count"].integer(1, bounds.MAX_TOPICS) if "count" in spec else 1
     if count == 1 and "rate_skew" in spec:
         raise spec["rate_skew"].fail("only meaningful with count > 1")
@@ -256,7 +263,7 @@ def _topics(field: Field) -> list[TopicSpec]:
     for i in range(count):
         share = rate if count == 1 else group_share(rate, weights[i] / total_weight, i, count)
         out.append(TopicSpec(name.replace("{i}", str(i)), partitions, share, keys, sizes,
-                             headers, batching, rate_limit))
+                             headers, batching, rate_limit, partitioner=partitioner))
     return out
 
 
