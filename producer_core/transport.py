@@ -132,18 +132,23 @@ class Cluster:
             conn.close()
 
     async def init_producer_id(self, producer_id: int = -1, epoch: int = -1,
-                               timeout_s: float = INIT_PRODUCER_ID_TIMEOUT_S
-                               ) -> tuple[int, int]:
+                               timeout_s: float = INIT_PRODUCER_ID_TIMEOUT_S,
+                               transactional_id: str | None = None,
+                               transaction_timeout_ms: int = 60_000,
+                               coordinator: int | None = None) -> tuple[int, int]:
         """InitProducerId without a transactional id: (producer id, epoch) for an
         idempotent producer; given the current ones, the broker bumps the epoch (KIP-360).
         Any broker can answer. Retriable errors (a fresh Kafka cluster answers
         COORDINATOR_LOAD_IN_PROGRESS while its internal topics load) are asked again after
-        a pause, as Java's TransactionManager does, for at most `timeout_s`."""
+        a pause, as Java's TransactionManager does, for at most `timeout_s`. A transactional
+        producer names its `transactional_id` and asks its transaction `coordinator`."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
-            conn = await self._any_conn()
-            response = await conn.send(IdempotentInitProducerId(producer_id, epoch))
+            conn = await (self._any_conn() if coordinator is None
+                          else self.connection(coordinator))
+            response = await conn.send(IdempotentInitProducerId(
+                producer_id, epoch, transaction_timeout_ms, transactional_id))
             if not response.error_code:
                 return response.producer_id, response.producer_epoch
             error = for_code(response.error_code)
