@@ -82,6 +82,8 @@ class Delivery:
     partition: int
     base_offset: int
     message_ids: list[int]
+    aborted: bool = False
+    """Written in a transaction that was then aborted (read_committed never sees it)."""
 
 
 class Engine:
@@ -118,7 +120,6 @@ class Engine:
         self.txn: Transactions | None = None
         self._fatal_error: BrokerError | None = None
         self._txn_deliveries_from = 0
-        self.aborted_deliveries: list[Delivery] = []
 
     # ----------------------------------------------------------------- setup
     async def _setup(self) -> None:
@@ -581,8 +582,8 @@ class Engine:
             topic.acknowledged -= count
             topic.aborted += count
         if self.deliveries is not None:
-            self.aborted_deliveries.extend(self.deliveries[self._txn_deliveries_from:])
-            del self.deliveries[self._txn_deliveries_from:]
+            for delivery in self.deliveries[self._txn_deliveries_from:]:
+                delivery.aborted = True
 
     def _count_topics(self, batches: list[ProducerBatch]) -> None:
         """Per-topic request figures: a request counts once for each topic it carries."""
