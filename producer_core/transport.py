@@ -34,6 +34,9 @@ from producer_core.topic_creation import (
 
 CONNECT_TIMEOUT_S = 10.0
 INIT_PRODUCER_ID_TIMEOUT_S = 30.0
+CONCURRENT_TRANSACTIONS = 51
+"""The transactional id's previous transaction is still being ended (a fenced producer's
+is aborted): ask again, as Java does."""
 """How long InitProducerId is asked again while the broker answers a retriable error."""
 INIT_PRODUCER_ID_BACKOFF_S = 0.1
 TOPIC_ALREADY_EXISTS = 36
@@ -152,8 +155,9 @@ class Cluster:
             if not response.error_code:
                 return response.producer_id, response.producer_epoch
             error = for_code(response.error_code)
-            if not error.retriable or loop.time() >= deadline:
-                waited = "" if not error.retriable else f" for {timeout_s:g} s"
+            retriable = error.retriable or response.error_code == CONCURRENT_TRANSACTIONS
+            if not retriable or loop.time() >= deadline:
+                waited = "" if not retriable else f" for {timeout_s:g} s"
                 raise BrokerError(f"InitProducerId was refused{waited}: {error.__name__}.")
             await asyncio.sleep(INIT_PRODUCER_ID_BACKOFF_S)
 
