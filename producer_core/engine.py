@@ -497,6 +497,7 @@ class Engine:
         coordinator (which also fences any older producer with this id)."""
         self.coordinator = Coordinator(self.cluster, transactional_id)
         node = await self.coordinator.find()
+        self.coordinator.count("InitProducerId")
         producer_id, epoch = await self.cluster.init_producer_id(
             transactional_id=transactional_id, coordinator=node,
             transaction_timeout_ms=self.settings["transaction.timeout.ms"])
@@ -687,7 +688,7 @@ class Engine:
         collector = self.policy.stats()
         extra["json"] = {self.policy.stats_key: collector} if collector else {}
         if self.txn is not None:
-            extra["json"]["transactions"] = self.txn.as_dict()
+            extra["json"]["transactions"] = self.txn.as_dict(self.coordinator.sent)
         duration = max(end - self.start, 1e-9)
         return Results(
             mode=self.mode,

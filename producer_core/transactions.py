@@ -12,7 +12,8 @@ and whether it commits, and keeps the figures the results report; the engine
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,11 +103,6 @@ class Transactions:
         self.adding = set()
         return done
 
-    def on_add_retry(self) -> None:
-        """It must be asked again (retriable error)."""
-        self.wanted |= self.adding
-        self.adding = set()
-
     # ------------------------------------------------------------ outcomes
     def on_acknowledged(self, slot: int, records: int) -> None:
         self.acked_in_txn += records
@@ -160,9 +156,16 @@ class Transactions:
         return aborted
 
     # --------------------------------------------------------------- results
-    def as_dict(self) -> dict[str, object]:
-        """The results JSON `transactions` object."""
+    def as_dict(self, sent: Mapping[str, int] | None = None) -> dict[str, object]:
+        """The results JSON `transactions` object; `sent`: the coordinator requests
+        actually sent (retries included), by API name, when they were counted."""
         s = self.stats
+        control: dict[str, int] = {"add_partitions_to_txn": s.add_partitions_requests,
+                                   "end_txn": s.end_txn_requests}
+        if sent is not None:
+            control = {_snake(name): count for name, count in sorted(sent.items())}
+            control.setdefault("add_partitions_to_txn", 0)
+            control.setdefault("end_txn", 0)
         return {
             "transactional_id": self.config.transactional_id,
             "duration_ms": self.config.duration_s * 1000,
@@ -173,14 +176,16 @@ class Transactions:
             "commit_latency": _latency(s.end_latencies_s),
             "end_txn_latency": _latency(s.end_txn_latencies_s),
             "records_per_transaction": _spread(s.records),
-            "control_requests": {
-                "add_partitions_to_txn": s.add_partitions_requests,
-                "end_txn": s.end_txn_requests,
-            },
+            "control_requests": control,
             "partitions_added": s.partitions_added,
             "flush_requests": s.flush_requests,
             "flush_ms": round(s.flush_s * 1000, 3),
         }
+
+
+def _snake(name: str) -> str:
+    """AddPartitionsToTxn -> add_partitions_to_txn."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def _latency(values_s: list[float]) -> dict[str, float]:

@@ -47,6 +47,11 @@ class Coordinator:
         self.cluster = cluster
         self.transactional_id = transactional_id
         self.node: int | None = None
+        self.sent: dict[str, int] = {}
+        """Requests sent per API (retries included): the results' control requests."""
+
+    def count(self, api: str) -> None:
+        self.sent[api] = self.sent.get(api, 0) + 1
 
     async def find(self) -> int:
         """FindCoordinator (key type 1, transaction): the broker that runs our
@@ -55,6 +60,7 @@ class Coordinator:
         deadline = loop.time() + TIMEOUT_S
         while True:
             conn = await self.cluster._any_conn()
+            self.count("FindCoordinator")
             response = await conn.send(
                 FindCoordinatorRequest(self.transactional_id, TRANSACTION_KEY_TYPE))
             code = response.error_code
@@ -81,6 +87,7 @@ class Coordinator:
             assert self.node is not None
             try:
                 conn = await self.cluster.connection(self.node)
+                self.count(what)
                 response = await conn.send(make())
             except BrokerError:
                 raise

@@ -47,8 +47,12 @@ class TopicCheck:
     unacknowledged_found: int
     aborted_visible: int = 0
 
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+    def as_dict(self, transactional: bool = False) -> dict[str, int]:
+        """The counts; `aborted_visible` only for a transactional run."""
+        counts = asdict(self)
+        if not transactional:
+            del counts["aborted_visible"]
+        return counts
 
 
 def _ids(values: Iterable[int] | np.ndarray) -> np.ndarray:
@@ -108,7 +112,7 @@ def verify_document(topics: Mapping[str, TopicCheck], idempotence: bool, read_co
         "read_complete": read_complete,
         "read_s": round(read_s, 3),
         "problems": problems(totals, idempotence),
-        "topics": {name: check.as_dict() for name, check in topics.items()},
+        "topics": {name: check.as_dict(transactional) for name, check in topics.items()},
     }
 
 
