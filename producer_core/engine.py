@@ -118,6 +118,8 @@ class Engine:
         self._warmup_until = 0.0
         self.topic_created = False
         self.txn: Transactions | None = None
+        self.transactional_id: str | None = None
+        """The id ProduceRequests carry (a share of a distributed run adds its index)."""
         self._fatal_error: BrokerError | None = None
         self._txn_deliveries_from = 0
 
@@ -160,7 +162,10 @@ class Engine:
             transactional=settings.transactional_id is not None,
         ))
         if settings.transactional_id is not None:
-            await self._init_transactions(settings.transactional_id)
+            transactional_id = settings.transactional_id
+            if self.workload.share_count > 1:  # each share is its own producer: no fencing
+                transactional_id = f"{transactional_id}-{self.workload.share_index}"
+            await self._init_transactions(transactional_id)
         elif settings.idempotent:
             self.sender.on_producer_id(*await self.cluster.init_producer_id())
         self.blocked = BlockedGenerator(self.settings["max.block.ms"] / 1000.0, self.metrics)
@@ -372,7 +377,7 @@ class Engine:
                 lingers.append(now - batch.created)
         acks = self.settings.acks
         request = ProduceRequest(
-            self.settings.transactional_id, acks, int(self.settings.request_timeout_s * 1000),
+            self.transactional_id, acks, int(self.settings.request_timeout_s * 1000),
             outgoing.partitions)
         try:
             future = self.cluster.send(plan.broker, request, expect_response=acks != 0)
@@ -495,6 +500,7 @@ class Engine:
     async def _init_transactions(self, transactional_id: str) -> None:
         """FindCoordinator, then InitProducerId with the transactional id at the
         coordinator (which also fences any older producer with this id)."""
+        self.transactional_id = transactional_id
         self.coordinator = Coordinator(self.cluster, transactional_id)
         node = await self.coordinator.find()
         self.coordinator.count("InitProducerId")
