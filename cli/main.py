@@ -42,6 +42,7 @@ from cli.settings_checks import check_fits, check_setting_texts, other_mode_warn
 from cli.spark_opts import Runner, runner_from_flags, runner_options
 from cli.stopping import StopOnSignal, accepts_stop
 from cli.sweep_cmd import sweep
+from cli.txn_opts import transaction_options
 from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
@@ -167,6 +168,7 @@ def write_json(path: Path, payload: Any) -> None:
                    "kind's results (without it, such a directory is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
+@transaction_options
 @delivery_options
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
@@ -259,6 +261,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                    "kind's results (without it, such a directory is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
+@transaction_options
 @delivery_options
 @friendly_errors
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,

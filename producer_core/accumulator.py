@@ -87,8 +87,10 @@ class ProducerBatch:
             self.closed = True
         return self.payload
 
-    def stamp(self, producer_id: int, epoch: int, sequence: int) -> None:
-        """Write producer id, epoch and base sequence into the sealed batch header.
+    def stamp(self, producer_id: int, epoch: int, sequence: int,
+              transactional: bool = False) -> None:
+        """Write producer id, epoch and base sequence (and, for a transactional producer,
+        the isTransactional attribute) into the sealed batch header.
 
         Sequences are assigned when a batch is first sent (and again after an epoch bump),
         after its bytes were built, so the header fields are patched and the CRC (which
@@ -96,6 +98,9 @@ class ProducerBatch:
         """
         data = bytearray(self.seal())
         struct.pack_into(">qhi", data, _PRODUCER_ID_OFFSET, producer_id, epoch, sequence)
+        if transactional:
+            attributes = struct.unpack_from(">h", data, _ATTRIBUTES_OFFSET)[0]
+            struct.pack_into(">h", data, _ATTRIBUTES_OFFSET, attributes | _TRANSACTIONAL_BIT)
         crc = calc_crc32c(bytes(memoryview(data)[_ATTRIBUTES_OFFSET:]))
         struct.pack_into(">I", data, _CRC_OFFSET, crc)
         self.payload = bytes(data)
@@ -107,6 +112,8 @@ class ProducerBatch:
 _CRC_OFFSET = 17
 """RecordBatch v2 header: baseOffset(8) length(4) leaderEpoch(4) magic(1) crc(4) ..."""
 _ATTRIBUTES_OFFSET = 21
+_TRANSACTIONAL_BIT = 0x10
+"""Attributes bit 4: the batch belongs to a transaction."""
 _PRODUCER_ID_OFFSET = 43
 """... attributes(2) lastOffsetDelta(4) baseTimestamp(8) maxTimestamp(8) producerId(8)
 producerEpoch(2) baseSequence(4) records(4)."""

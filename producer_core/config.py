@@ -98,6 +98,18 @@ SETTINGS: dict[str, SettingSpec] = dict(
               "and in order; needs acks=all and max.in.flight.requests.per.connection <= 5. "
               "Left unset, a conflicting acks or max.in.flight turns it off with a warning",
               choices=("true", "false")),
+        _spec("transactional.id", "", "str", "transactional producer (implies idempotence): "
+              "FindCoordinator, InitProducerId with this id, AddPartitionsToTxn before a "
+              "partition's first batch of a transaction, EndTxn every "
+              "transaction.duration.ms (empty: not transactional)"),
+        _spec("transaction.duration.ms", 3000, "int", "with transactional.id: each "
+              "transaction is committed this long after it began (kafka-producer-perf-test's "
+              "--transaction-duration-ms)", 1, 900_000),
+        _spec("transaction.abort.every", 0, "int", "with transactional.id: abort every K-th "
+              "transaction instead of committing it (0: never), for --verify with "
+              "read_committed", 0, 1_000_000_000),
+        _spec("transaction.timeout.ms", 60000, "int", "with transactional.id: the "
+              "coordinator aborts a transaction open longer than this", 1, 900_000),
         _spec("max.in.flight.requests.per.connection", 5, "int",
               "ProduceRequests awaiting a response per broker connection", 1, 1000),
         _spec("request.timeout.ms", 30000, "int", "how long a ProduceRequest may wait for its "
@@ -262,6 +274,10 @@ class ProducerSettings:
         return self.values["max.in.flight.requests.per.connection"]
 
     @property
+    def transactional_id(self) -> str | None:
+        return self.values["transactional.id"] or None
+
+    @property
     def idempotent(self) -> bool:
         return self.values["enable.idempotence"] == "true"
 
@@ -391,6 +407,7 @@ def build_settings(
             "Lower batch.size or raise max.request.size."
         )
     warnings: list[str] = []
+    _check_transactions(explicit, values, mode)
     _check_idempotence(explicit, values, warnings)
     if mode == "broker" and "linger.ms" in explicit:
         warnings.append(LINGER_MS_IGNORED)
@@ -474,6 +491,23 @@ def _check_passthrough(explicit: set[str], passthrough: Mapping[str, str]) -> No
                      if key in passthrough and kbatch in explicit and kbatch != key)
     if clashes:
         raise ConfigError(f"Mode librdkafka: {', '.join(clashes)} given twice; set it once.")
+
+
+def _check_transactions(explicit: set[str], values: dict[str, Any], mode: str) -> None:
+    """transactional.id implies idempotence (as Java): asking for both a transactional
+    id and no idempotence, or using it in mode librdkafka, is refused."""
+    if not values["transactional.id"]:
+        others = sorted(k for k in explicit if k.startswith("transaction."))
+        if others:
+            raise ConfigError(f"{', '.join(others)} needs -X transactional.id=ID.")
+        return
+    if mode == "librdkafka":
+        raise ConfigError("transactional.id is not supported in mode librdkafka (kbatch "
+                          "drives librdkafka without transactions); use another mode.")
+    if values["enable.idempotence"] != "true":
+        raise ConfigError("transactional.id needs idempotence; drop "
+                          "-X enable.idempotence=false.")
+    explicit.add("enable.idempotence")  # conflicts with acks / max.in.flight are errors
 
 
 def _check_idempotence(explicit: set[str], values: dict[str, Any], warnings: list[str]) -> None:

@@ -46,7 +46,9 @@ from producer_core.sender import (
     Unknown,
     Written,
 )
+from producer_core.transactions import TransactionConfig, Transactions
 from producer_core.transport import Cluster
+from producer_core.txn_rpc import Coordinator
 from producer_core.workload import Workload
 
 PROGRESS_INTERVAL_S = 0.25
@@ -81,6 +83,8 @@ class Delivery:
     partition: int
     base_offset: int
     message_ids: list[int]
+    aborted: bool = False
+    """Written in a transaction that was then aborted (read_committed never sees it)."""
 
 
 class Engine:
@@ -114,6 +118,11 @@ class Engine:
         self.start = 0.0
         self._warmup_until = 0.0
         self.topic_created = False
+        self.txn: Transactions | None = None
+        self.transactional_id: str | None = None
+        """The id ProduceRequests carry (a share of a distributed run adds its index)."""
+        self._fatal_error: BrokerError | None = None
+        self._txn_deliveries_from = 0
 
     # ----------------------------------------------------------------- setup
     async def _setup(self) -> None:
@@ -151,8 +160,14 @@ class Engine:
             retry_backoff_s=settings["retry.backoff.ms"] / 1000,
             request_timeout_s=settings.request_timeout_s,
             delivery_timeout_s=settings.delivery_timeout_s, max_in_flight=settings.max_in_flight,
+            transactional=settings.transactional_id is not None,
         ))
-        if settings.idempotent:
+        if settings.transactional_id is not None:
+            transactional_id = settings.transactional_id
+            if self.workload.share_count > 1:  # each share is its own producer: no fencing
+                transactional_id = f"{transactional_id}-{self.workload.share_index}"
+            await self._init_transactions(transactional_id)
+        elif settings.idempotent:
             self.sender.on_producer_id(*await self.cluster.init_producer_id())
         self.blocked = BlockedGenerator(self.settings["max.block.ms"] / 1000.0, self.metrics)
         self.batch_memory: BatchMemory | None = None
@@ -174,6 +189,8 @@ class Engine:
             self._warmup_until = self.start + self.workload.warmup_s
             self.generator.begin(self.start)
             self.policy.begin(self.start)
+            if self.txn is not None:
+                self.txn.begin(self.start)
             self._intended = self.generator.intended_total()
             if self.on_progress is not None:
                 progress_task = asyncio.ensure_future(self._report_progress())
@@ -184,8 +201,11 @@ class Engine:
                 self._spawn(self._watch_stop())
             await self._generate()
             self._generation_done = True
-            self.policy.start_flush()
-            await self._drain_everything()
+            if self.txn is not None and not self._stopping:
+                await self._end_transaction()
+            else:
+                self.policy.start_flush()
+                await self._drain_everything()
             if self._stopping:
                 await self._interrupt()
             end = self.loop.time()
@@ -218,6 +238,12 @@ class Engine:
             self.policy.set_memory_exhausted(exhausted)
             if due > 0 and not exhausted:
                 generator.generate(now)
+            if self.txn is not None:
+                self._check_fatal()
+                self._track_partitions()
+                if self.txn.due(now) and not generator.finished(now):
+                    await self._end_transaction()
+                    continue
             # the oldest message not appended yet; with an unthrottled topic one always is
             self.policy.set_backlog(-math.inf if generator.unthrottled else generator.next_due())
             self._dispatch(self.policy.poll(now, self._free_slots()))
@@ -257,6 +283,9 @@ class Engine:
         while not self._stopping:
             now = self.loop.time()
             self._apply(self.sender.poll(now))
+            if self.txn is not None:
+                self._check_fatal()
+                self._track_partitions()
             self._dispatch(self.policy.poll(now, self._free_slots()))
             if self.accumulator.empty and self.sender.pending == 0:
                 return
@@ -323,7 +352,17 @@ class Engine:
 
     def _send(self, plan: RequestPlan) -> None:
         now = self.loop.time()
-        outgoing, settled = self.sender.build(plan.broker, plan.batches, now)
+        batches = plan.batches
+        if self.txn is not None:  # nothing goes before its partition is in the transaction
+            missing = set(self.txn.missing(b.slot for b in batches))
+            if missing:
+                self.sender.park([b for b in batches if b.slot in missing])
+                batches = [b for b in batches if b.slot not in missing]
+                self.txn.need(missing)
+                self._start_add()
+                if not batches:
+                    return
+        outgoing, settled = self.sender.build(plan.broker, batches, now)
         self._apply(settled)
         if outgoing is None:
             return
@@ -339,7 +378,8 @@ class Engine:
                 lingers.append(now - batch.created)
         acks = self.settings.acks
         request = ProduceRequest(
-            None, acks, int(self.settings.request_timeout_s * 1000), outgoing.partitions)
+            self.transactional_id, acks, int(self.settings.request_timeout_s * 1000),
+            outgoing.partitions)
         try:
             future = self.cluster.send(plan.broker, request, expect_response=acks != 0)
         except Exception as exc:  # noqa: BLE001 - not written: retry the batches
@@ -417,6 +457,8 @@ class Engine:
     def _settle(self, action: Fail | Unknown | Written) -> None:
         """Batches that end failed, unknown or (acks=0) written without acknowledgement."""
         count = sum(batch.record_count for batch in action.batches)
+        if self.txn is not None and not isinstance(action, Written):
+            self.txn.on_failed(count)
         if isinstance(action, Written):
             self.metrics.messages_sent_unacknowledged += count
         elif isinstance(action, Unknown):
@@ -436,6 +478,14 @@ class Engine:
         """A new epoch after unresolved sequences (KIP-360), or a new producer id from a
         broker that cannot bump one (Tansu; Java does the same); retried until it works
         (every waiting batch is bounded by delivery.timeout.ms meanwhile)."""
+        if self.txn is not None:
+            self._fatal_error = BrokerError(
+                "A transactional batch's outcome became unknown (a request timed out or its "
+                "connection was lost), so the transaction cannot be completed; kbatch does "
+                "not recover transactional producers from this. Raise request.timeout.ms or "
+                "check the brokers.")
+            self._wake()
+            return
         backoff = max(self.settings["retry.backoff.ms"] / 1000, 0.05)
         state = self.sender.id
         while True:
@@ -451,6 +501,102 @@ class Engine:
             self._apply(self.sender.on_producer_id(producer_id, epoch))
             self._wake()
             return
+
+    # ---------------------------------------------------------- transactions
+    async def _init_transactions(self, transactional_id: str) -> None:
+        """FindCoordinator, then InitProducerId with the transactional id at the
+        coordinator (which also fences any older producer with this id)."""
+        self.transactional_id = transactional_id
+        self.coordinator = Coordinator(self.cluster, transactional_id)
+        node = await self.coordinator.find()
+        self.coordinator.count("InitProducerId")
+        producer_id, epoch = await self.cluster.init_producer_id(
+            transactional_id=transactional_id, coordinator=node,
+            transaction_timeout_ms=self.settings["transaction.timeout.ms"])
+        self.sender.on_producer_id(producer_id, epoch)
+        self.txn = Transactions(TransactionConfig(
+            transactional_id, self.settings["transaction.duration.ms"] / 1000,
+            self.settings["transaction.abort.every"]))
+
+    def _check_fatal(self) -> None:
+        if self._fatal_error is not None:
+            raise self._fatal_error
+
+    def _track_partitions(self) -> None:
+        """Partitions that got data join the transaction ahead of their first send (as
+        Java adds a partition at its first append to a transaction)."""
+        txn = self.txn
+        assert txn is not None
+        if len(txn.added) < len(self.slots):
+            txn.need(self.accumulator.nonempty_slots())
+            self._start_add()
+
+    def _start_add(self) -> None:
+        assert self.txn is not None
+        slots = self.txn.next_add()
+        if slots:
+            self._spawn(self._add_partitions(slots))
+
+    async def _add_partitions(self, slots: list[int]) -> None:
+        assert self.txn is not None
+        state = self.sender.id
+        try:
+            await self.coordinator.add_partitions(
+                state.producer_id, state.epoch,
+                [(self.slots[s].topic, self.slots[s].partition) for s in slots])
+        except BrokerError as exc:
+            self._fatal_error = exc
+            self._wake()
+            return
+        done = self.txn.on_added()
+        self._apply(self.sender.unpark(set(done)))
+        self._start_add()
+        self._wake()
+
+    async def _end_transaction(self) -> None:
+        """End the open transaction: flush the linger policy (every queued batch goes,
+        whatever its window), wait for every outcome, then EndTxn. The generator waits
+        meanwhile, as kafka-producer-perf-test's send loop waits in commitTransaction, so
+        the cost shows in the latency of the messages due during the commit."""
+        txn = self.txn
+        assert txn is not None
+        now = self.loop.time()
+        txn.start_end(now)
+        requests_before = len(self.metrics.requests)
+        self.policy.start_flush()
+        await self._drain_everything()
+        self._check_fatal()
+        if self._stopping:
+            return
+        while txn.adding:  # an AddPartitionsToTxn still in flight must finish first
+            await self._sleep_until(self.loop.time() + 0.01)
+            self._check_fatal()
+        self.policy.flushing = False
+        flushed = self.loop.time()
+        txn.on_flushed(flushed, len(self.metrics.requests) - requests_before)
+        commit = txn.commits()
+        if not txn.empty:
+            state = self.sender.id
+            await self.coordinator.end(state.producer_id, state.epoch, commit)
+        now = self.loop.time()
+        aborted = txn.on_ended(commit, now - flushed, now)
+        if aborted:
+            self._abort_records(aborted)
+        if self.deliveries is not None:
+            self._txn_deliveries_from = len(self.deliveries)
+
+    def _abort_records(self, aborted: dict[int, int]) -> None:
+        """An aborted transaction's acknowledged records: outcome `aborted`, not
+        acknowledged (read_committed consumers never see them)."""
+        for slot, count in aborted.items():
+            self.metrics.messages_acked -= count
+            self.metrics.messages_aborted += count
+            topic = self.slot_metrics[slot]
+            topic.acknowledged -= count
+            topic.aborted += count
+        if self.deliveries is not None:
+            for delivery in self.deliveries[self._txn_deliveries_from:]:
+                delivery.aborted = True
 
     def _count_topics(self, batches: list[ProducerBatch]) -> None:
         """Per-topic request figures: a request counts once for each topic it carries."""
@@ -490,6 +636,8 @@ class Engine:
             else all_latencies[0], now)
         for batch, offset in acknowledged:
             self.metrics.messages_acked += batch.record_count
+            if self.txn is not None:
+                self.txn.on_acknowledged(batch.slot, batch.record_count)
             if self.deliveries is not None:
                 tp = self.slots[batch.slot]
                 self.deliveries.append(
@@ -550,8 +698,9 @@ class Engine:
             "producer_epoch": state.epoch, "epoch_bumps": state.epoch_bumps,
         }
         collector = self.policy.stats()
-        if collector:
-            extra["json"] = {self.policy.stats_key: collector}
+        extra["json"] = {self.policy.stats_key: collector} if collector else {}
+        if self.txn is not None:
+            extra["json"]["transactions"] = self.txn.as_dict(self.coordinator.sent)
         duration = max(end - self.start, 1e-9)
         return Results(
             mode=self.mode,

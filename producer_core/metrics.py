@@ -70,6 +70,7 @@ class TopicMetrics:
     unknown: int = 0
     sent_unacknowledged: int = 0
     discarded: int = 0
+    aborted: int = 0
     discard_reasons: Counter[str] = field(default_factory=Counter)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
     payload_bytes: int = 0
@@ -88,6 +89,7 @@ class TopicMetrics:
                 "sent": self.generated, "acknowledged": self.acknowledged,
                 "failed": self.failed, "unknown": self.unknown,
                 "sent_unacknowledged": self.sent_unacknowledged, "discarded": self.discarded,
+                "aborted": self.aborted,
                 "discard_reasons": dict(self.discard_reasons),
             },
             "achieved_msgs_per_s": round(self.acknowledged / duration_s, 1) if duration_s else 0.0,
@@ -137,11 +139,15 @@ class RunMetrics:
     """False when the run was stopped before its end (a signal)."""
     idempotence: dict[str, Any] = field(default_factory=lambda: {"enabled": False})
     """enabled, producer_id, producer_epoch, epoch_bumps (results JSON `idempotence`)."""
+    messages_aborted: int = 0
+    """Acknowledged by the broker in a transaction that was then aborted: not visible to
+    read_committed consumers."""
 
     def settled(self) -> int:
         """Messages with an outcome: every generated message ends in exactly one of these."""
         return (self.messages_acked + self.messages_failed + self.messages_unknown
-                + self.messages_sent_unacknowledged + self.messages_discarded)
+                + self.messages_sent_unacknowledged + self.messages_discarded
+                + self.messages_aborted)
 
     def unknown(self, count: int, reason: str) -> None:
         self.messages_unknown += count
@@ -271,6 +277,7 @@ class Results:
                 "sent_unacknowledged": m.messages_sent_unacknowledged,
                 "discarded": m.messages_discarded,
                 "discard_reasons": dict(m.discard_reasons),
+                "aborted": m.messages_aborted,
             },
             "rate": {
                 "target_msgs_per_s": self.extra.get("target_msgs_per_s", target),

@@ -57,12 +57,15 @@ class IdempotentInitProducerId(
 
     API_KEY = 22
 
-    def __init__(self, producer_id: int = -1, epoch: int = -1, timeout_ms: int = 60_000):
+    def __init__(self, producer_id: int = -1, epoch: int = -1, timeout_ms: int = 60_000,
+                 transactional_id: str | None = None):
+        self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.epoch = epoch
         self.timeout_ms = timeout_ms
 
     def build(self, request_struct_class: type) -> RequestStruct:
         if request_struct_class.API_VERSION < 3:
-            return request_struct_class(None, self.timeout_ms)
-        return request_struct_class(None, self.timeout_ms, self.producer_id, self.epoch, {})
+            return request_struct_class(self.transactional_id, self.timeout_ms)
+        return request_struct_class(self.transactional_id, self.timeout_ms, self.producer_id,
+                                    self.epoch, {})

@@ -142,6 +142,8 @@ class SenderConfig:
     request_timeout_s: float
     delivery_timeout_s: float
     max_in_flight: int
+    transactional: bool = False
+    """Batches carry the isTransactional attribute."""
 
 
 @dataclass
@@ -262,6 +264,23 @@ class Sender:
         """InitProducerId failed for good: nothing can be sent idempotently."""
         return self._go_fatal(f"InitProducerId failed: {reason}")
 
+    # ------------------------------------------------------------ transactions
+    def park(self, batches: list[ProducerBatch]) -> None:
+        """Hold drained batches unsent (their partitions are not in the open transaction
+        yet) until `unpark`; they stay bounded by delivery.timeout.ms meanwhile."""
+        for batch in batches:
+            if batch.order < 0:
+                batch.order = self._next_order
+                self._next_order += 1
+        self.parked.extend(batches)
+
+    def unpark(self, slots: set[int]) -> list[Action]:
+        """These partitions joined the transaction: their parked batches go back to their
+        queues (in drain order) to be sent."""
+        back = [batch for batch in self.parked if batch.slot in slots]
+        self.parked = [batch for batch in self.parked if batch.slot not in slots]
+        return [Retry(batch, release=batch.slot not in self.waiting) for batch in back]
+
     # -------------------------------------------------------------------- send
     def build(self, broker: int, batches: list[ProducerBatch], now: float
               ) -> tuple[Outgoing | None, list[Action]]:
@@ -317,7 +336,7 @@ class Sender:
             return  # a retry keeps its sequence: the broker de-duplicates it
         sequence = state.next_sequence.get(batch.slot, 0)
         state.next_sequence[batch.slot] = (sequence + batch.record_count) % SEQUENCE_LIMIT
-        batch.stamp(state.producer_id, state.epoch, sequence)
+        batch.stamp(state.producer_id, state.epoch, sequence, self.config.transactional)
         state.unsettled.setdefault(batch.slot, {})[sequence] = batch
 
     def _take(self, request_id: int) -> InFlight | None:

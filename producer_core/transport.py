@@ -34,6 +34,9 @@ from producer_core.topic_creation import (
 
 CONNECT_TIMEOUT_S = 10.0
 INIT_PRODUCER_ID_TIMEOUT_S = 30.0
+CONCURRENT_TRANSACTIONS = 51
+"""The transactional id's previous transaction is still being ended (a fenced producer's
+is aborted): ask again, as Java does."""
 """How long InitProducerId is asked again while the broker answers a retriable error."""
 INIT_PRODUCER_ID_BACKOFF_S = 0.1
 TOPIC_ALREADY_EXISTS = 36
@@ -132,23 +135,29 @@ class Cluster:
             conn.close()
 
     async def init_producer_id(self, producer_id: int = -1, epoch: int = -1,
-                               timeout_s: float = INIT_PRODUCER_ID_TIMEOUT_S
-                               ) -> tuple[int, int]:
+                               timeout_s: float = INIT_PRODUCER_ID_TIMEOUT_S,
+                               transactional_id: str | None = None,
+                               transaction_timeout_ms: int = 60_000,
+                               coordinator: int | None = None) -> tuple[int, int]:
         """InitProducerId without a transactional id: (producer id, epoch) for an
         idempotent producer; given the current ones, the broker bumps the epoch (KIP-360).
         Any broker can answer. Retriable errors (a fresh Kafka cluster answers
         COORDINATOR_LOAD_IN_PROGRESS while its internal topics load) are asked again after
-        a pause, as Java's TransactionManager does, for at most `timeout_s`."""
+        a pause, as Java's TransactionManager does, for at most `timeout_s`. A transactional
+        producer names its `transactional_id` and asks its transaction `coordinator`."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
-            conn = await self._any_conn()
-            response = await conn.send(IdempotentInitProducerId(producer_id, epoch))
+            conn = await (self._any_conn() if coordinator is None
+                          else self.connection(coordinator))
+            response = await conn.send(IdempotentInitProducerId(
+                producer_id, epoch, transaction_timeout_ms, transactional_id))
             if not response.error_code:
                 return response.producer_id, response.producer_epoch
             error = for_code(response.error_code)
-            if not error.retriable or loop.time() >= deadline:
-                waited = "" if not error.retriable else f" for {timeout_s:g} s"
+            retriable = error.retriable or response.error_code == CONCURRENT_TRANSACTIONS
+            if not retriable or loop.time() >= deadline:
+                waited = "" if not retriable else f" for {timeout_s:g} s"
                 raise BrokerError(f"InitProducerId was refused{waited}: {error.__name__}.")
             await asyncio.sleep(INIT_PRODUCER_ID_BACKOFF_S)
 

@@ -15,7 +15,9 @@ Definitions (per topic; README, 'Verifying delivery'):
 * out_of_order: first copies whose id is lower than an earlier record's id of the same
   stream in the same partition (a duplicate copy is counted as duplicated only);
 * unacknowledged_found: distinct ids found that the run did not report acknowledged
-  (failed, unknown or acks=0 messages that were written anyway).
+  (failed, unknown or acks=0 messages that were written anyway);
+* aborted_visible (transactional runs, read with read_committed): ids of aborted
+  transactions that a read_committed reader saw; any is a problem.
 """
 
 from __future__ import annotations
@@ -43,9 +45,14 @@ class TopicCheck:
     duplicated: int
     out_of_order: int
     unacknowledged_found: int
+    aborted_visible: int = 0
 
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+    def as_dict(self, transactional: bool = False) -> dict[str, int]:
+        """The counts; `aborted_visible` only for a transactional run."""
+        counts = asdict(self)
+        if not transactional:
+            del counts["aborted_visible"]
+        return counts
 
 
 def _ids(values: Iterable[int] | np.ndarray) -> np.ndarray:
@@ -72,8 +79,10 @@ def out_of_order(ids: np.ndarray) -> int:
 
 
 def check_topic(acknowledged: Iterable[int] | np.ndarray,
-                partitions: Mapping[int, Sequence[int] | np.ndarray]) -> TopicCheck:
-    """Compare the acknowledged ids of a topic with its records read back per partition."""
+                partitions: Mapping[int, Sequence[int] | np.ndarray],
+                aborted: Iterable[int] | np.ndarray = ()) -> TopicCheck:
+    """Compare the acknowledged ids of a topic with its records read back per partition
+    (and, for a transactional run, the ids of its aborted transactions)."""
     acked = np.unique(_ids(acknowledged))
     per_partition = [_ids(ids) for ids in partitions.values()]
     found = np.concatenate(per_partition) if per_partition else np.zeros(0, np.uint64)
@@ -87,20 +96,23 @@ def check_topic(acknowledged: Iterable[int] | np.ndarray,
         duplicated=len(found) - len(distinct),
         out_of_order=sum(out_of_order(ids) for ids in per_partition),
         unacknowledged_found=len(distinct) - present,
+        aborted_visible=int(np.count_nonzero(np.isin(np.unique(_ids(aborted)), distinct,
+                                                     assume_unique=True))),
     )
 
 
 def verify_document(topics: Mapping[str, TopicCheck], idempotence: bool, read_complete: bool,
-                    read_s: float) -> dict[str, Any]:
+                    read_s: float, transactional: bool = False) -> dict[str, Any]:
     """The results JSON `verify` object: totals, per topic, and the problems found."""
-    totals = {name: sum(getattr(check, name) for check in topics.values()) for name in COUNTS}
+    names = COUNTS + (("aborted_visible",) if transactional else ())
+    totals = {name: sum(getattr(check, name) for check in topics.values()) for name in names}
     return {
         **totals,
         "idempotence": idempotence,
         "read_complete": read_complete,
         "read_s": round(read_s, 3),
         "problems": problems(totals, idempotence),
-        "topics": {name: check.as_dict() for name, check in topics.items()},
+        "topics": {name: check.as_dict(transactional) for name, check in topics.items()},
     }
 
 
@@ -112,6 +124,9 @@ def problems(totals: Mapping[str, int], idempotence: bool) -> list[str]:
         found.append(f"{totals['missing']:,} acknowledged messages missing")
     if idempotence and totals["duplicated"]:
         found.append(f"{totals['duplicated']:,} duplicate records with idempotence on")
+    if totals.get("aborted_visible"):
+        found.append(f"{totals['aborted_visible']:,} records of aborted transactions visible "
+                     "to read_committed")
     if idempotence and totals["out_of_order"]:
         found.append(f"{totals['out_of_order']:,} records out of order with idempotence on")
     return found

@@ -39,9 +39,12 @@ QUIET_POLL_MS = 1000
 """An empty fetch this long after the expected count means the topic holds no more."""
 
 
-def _consumer(bootstrap: str, client: Mapping[str, Any]) -> AIOKafkaConsumer:
-    """A reader with the run's own security (`client`: aiokafka keyword arguments)."""
+def _consumer(bootstrap: str, client: Mapping[str, Any],
+              read_committed: bool = False) -> AIOKafkaConsumer:
+    """A reader with the run's own security (`client`: aiokafka keyword arguments);
+    `read_committed` for a transactional run (records of aborted transactions hidden)."""
     return AIOKafkaConsumer(
+        isolation_level="read_committed" if read_committed else "read_uncommitted",
         bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
         auto_offset_reset="earliest", fetch_max_bytes=16 * 1024 * 1024,
         max_partition_fetch_bytes=4 * 1024 * 1024, request_timeout_ms=10_000, **client,
@@ -128,12 +131,14 @@ def end_offsets(bootstrap: str, topics: Mapping[str, int],
 async def read_back_async(bootstrap: str, starts: Offsets, expected: int,
                           timeout_s: float = READ_TIMEOUT_S,
                           client: Mapping[str, Any] | None = None,
+                          read_committed: bool = False,
                           ) -> tuple[dict[tuple[str, int], list[int]], bool]:
     """Message ids per partition, in offset order, from `starts`; and whether the read is
     complete: it reached the expected count and then an empty fetch, or (acknowledged
     records lost) it caught up with every partition's high watermark and stayed quiet
-    for STALL_S; else `timeout_s` ended it."""
-    consumer = _consumer(bootstrap, client or {})
+    for STALL_S; else `timeout_s` ended it. With `read_committed` the end offsets also
+    count aborted records and transaction markers, so only `expected` is the target."""
+    consumer = _consumer(bootstrap, client or {}, read_committed)
     found: dict[tuple[str, int], list[int]] = {key: [] for key in starts}
     try:
         await consumer.start()
@@ -144,7 +149,7 @@ async def read_back_async(bootstrap: str, starts: Offsets, expected: int,
             consumer.seek(tp, starts[(tp.topic, tp.partition)])
         later, _ = await _end_offsets(consumer, _partition_counts(starts))
         promised = sum(max(0, later[key] - starts[key]) for key in starts)
-        target = max(expected, promised)
+        target = expected if read_committed else max(expected, promised)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         last_data = loop.time()
@@ -184,22 +189,26 @@ def verify_run(bootstrap: str, starts: Offsets, deliveries: list[Delivery],
                client: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Read the run's partitions back and return the results JSON `verify` object."""
     acked: dict[str, list[int]] = {topic: [] for topic, _ in starts}
+    aborted: dict[str, list[int]] = {topic: [] for topic, _ in starts}
     for delivery in deliveries:
-        acked.setdefault(delivery.topic, []).extend(delivery.message_ids)
+        (aborted if delivery.aborted else acked).setdefault(
+            delivery.topic, []).extend(delivery.message_ids)
+    transactional = bool(document.get("transactions"))
     expected = sum(len(ids) for ids in acked.values())
     began = time.monotonic()
     try:
         found, complete = asyncio.run(
-            read_back_async(bootstrap, starts, expected, timeout_s, client))
+            read_back_async(bootstrap, starts, expected, timeout_s, client, transactional))
     except Exception as exc:  # noqa: BLE001 - any client failure is one clear message
         raise BrokerError(f"--verify could not read the topics back from {bootstrap}: "
                           f"{type(exc).__name__}: {exc}.") from exc
     per_topic: dict[str, dict[int, list[int]]] = {topic: {} for topic in acked}
     for (topic, partition), ids in found.items():
         per_topic[topic][partition] = ids
-    checks = {topic: check_topic(acked[topic], per_topic[topic]) for topic in acked}
+    checks = {topic: check_topic(acked[topic], per_topic[topic], aborted.get(topic, ()))
+              for topic in acked}
     return verify_document(checks, idempotence_enabled(document), complete,
-                           time.monotonic() - began)
+                           time.monotonic() - began, transactional)
 
 
 def _smallest(sizes: SizeSpec) -> int:
