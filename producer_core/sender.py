@@ -249,11 +249,20 @@ class Sender:
 
     # --------------------------------------------------------------- producer id
     def on_producer_id(self, producer_id: int, epoch: int) -> list[Action]:
-        """InitProducerId answered: sequences start again at 0 under this id and epoch."""
+        """InitProducerId answered: sequences start again at 0 under this id and epoch.
+
+        Every batch stamped before is re-stamped at its next send, even when the id and
+        epoch are the ones it carries: a restarted broker that lost its state (Tansu is in
+        memory) hands out the same producer id and epoch again, and a batch keeping its old
+        sequence would be refused while a newer batch, stamped 0, is written ahead of it.
+        """
         if self.id.producer_id >= 0:
             self.id.epoch_bumps += 1
         self.id.producer_id, self.id.epoch = producer_id, epoch
         self.id.next_sequence.clear()
+        for stamped in self.id.unsettled.values():
+            for batch in stamped.values():
+                batch.sequence = -1
         self.id.unsettled.clear()
         self.awaiting_producer_id = False
         self.bump_needed = False

@@ -154,15 +154,8 @@ async def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
         await admin.close()
 
 
-RESTART_STALLS = pytest.mark.xfail(strict=True, reason=(
-    "engine (delivery-core): with idempotence on, after the broker is killed and restarted "
-    "no batch is acknowledged again; everything expires at delivery.timeout.ms (measured: "
-    "2,407 acknowledged before the kill, 37,546 failed, 0 epoch bumps). Remove this mark "
-    "when the engine recovers (a new producer id or epoch for the new broker)."))
-
-
 @pytest.mark.parametrize("extra,idempotence", [
-    pytest.param((), True, marks=RESTART_STALLS, id="idempotence"),
+    pytest.param((), True, id="idempotence"),
     pytest.param(NO_IDEMPOTENCE, False, id="no-idempotence")])
 def test_killed_and_restarted_broker(broker, tmp_path, extra, idempotence) -> None:
     """SIGKILL the broker mid-run, start a new one on the same port, recreate the topic.
@@ -203,6 +196,7 @@ def test_killed_and_restarted_broker(broker, tmp_path, extra, idempotence) -> No
     assert v["present"] > 0  # acknowledged after the restart: in the new log
     if idempotence:
         assert v["duplicated"] == 0 and v["out_of_order"] == 0
+        assert run["idempotence"]["epoch_bumps"] >= 1  # the new broker: a new producer id
 
 
 async def _leader_of(bootstrap: str, topic: str, partition: int) -> int:

@@ -409,3 +409,66 @@ def test_requeue_keeps_sequence_order_ahead_of_new_batches():
     acc.requeue_front(batches[0])
     acc.requeue_front(batches[1])
     assert [b.sequence for b in acc.queues[0]] == [0, 1, 2, -1]
+
+
+class RestartedBroker:
+    """A broker's sequence check per (producer id, epoch, partition), starting empty, as a
+    broker that lost its state (Tansu is in memory) does: it writes a batch only when its
+    base sequence is the next one expected, and records the order of what it wrote."""
+
+    def __init__(self) -> None:
+        self.expected: dict[tuple[int, int, int], int] = {}
+        self.written: list[int] = []
+
+    def produce(self, batch: ProducerBatch) -> int:
+        producer_id, epoch, sequence = header(batch)
+        key = (producer_id, epoch, batch.slot)
+        if sequence != self.expected.get(key, 0):
+            return OUT_OF_ORDER_SEQUENCE_NUMBER
+        self.expected[key] = sequence + batch.record_count
+        self.written.extend(batch.ids)
+        return 0
+
+
+def test_after_a_producer_id_reset_older_batches_are_written_before_a_newer_one():
+    """Issue #14: batches in flight when the broker went away, then a new producer id that
+    happens to equal the old one (a restarted in-memory broker hands out id 1000, epoch 0
+    again), then a newer batch of the same partition: the older batches are re-stamped
+    from sequence 0 and the newer one follows them, never goes first."""
+    w = World()
+    a, b, c = w.batch(0), w.batch(0), w.batch(0)
+    w.respond(w.send([a], 0.0), {0: 0}, 0.05)
+    second, third = w.send([b], 0.1), w.send([c], 0.1)
+    w.apply(w.sender.on_request_failed(second, "connection_lost", 0.2))  # the broker died
+    assert third not in w.sender.in_flight  # the same connection: retried too
+    w.poll(0.4)
+    assert list(w.acc.queues[0]) == [b, c]
+    broker = RestartedBroker()  # a new broker, with an empty log and no producer state
+    w.respond(w.resend_queued(0, 0.5), {0: UNKNOWN_PRODUCER_ID}, 0.55)
+    w.respond(w.resend_queued(0, 0.5), {0: OUT_OF_ORDER_SEQUENCE_NUMBER}, 0.55)
+    w.poll(0.7)
+    assert w.init_requests == 1
+    w.apply(w.sender.on_producer_id(1000, 0))  # the same id and epoch as before
+    for _ in range(3):  # a newer batch of the same partition
+        w.acc.append(0, w.generated, None, b"v", 0.7, 0.7, 0)
+        w.generated += 1
+    w.acc.queues[0][-1].closed = True
+    now = 0.8
+    for _ in range(100):  # drain up to max.in.flight requests, then the broker answers
+        w.poll(now)
+        if w.init_requests > 1 and not w.sender.ready:  # another reset: a new id this time
+            w.apply(w.sender.on_producer_id(2000, 0))
+        sent = []
+        while w.acc.head(0) is not None and w.sender.free_slots([1]):
+            batch = w.acc.pop_head(0, now)
+            sent.append((w.send([batch], now), batch))
+        for request, batch in sent:
+            w.respond(request, {0: broker.produce(batch)}, now + 0.01)
+        if not sent and not w.sender.pending:
+            break
+        now += 0.05
+    assert broker.written == sorted(broker.written)  # no record ahead of an older one
+    assert broker.written == list(range(3, w.generated))
+    assert [header(x)[2] for x in (b, c)] == [0, 3]
+    assert set(w.outcome.values()) == {"acknowledged"}
+    w.assert_every_message_settled()
