@@ -46,6 +46,7 @@ from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
 from producer_core.errors import UsageError
+from producer_core.modes import mode_help
 from producer_core.results_io import RunRecorder, add_facts, write_results_dir
 from producer_core.verify_read import VerifyingRun, verify_unsupported
 from producer_core.workload import Workload
@@ -135,17 +136,7 @@ def write_json(path: Path, payload: Any) -> None:
 @cli.command(epilog="Producer settings (-X key=value):\n\n" + settings_help().replace(
     "\n", "\n\n"))
 @click.option("--mode", type=click.Choice(MODES), default="partition", show_default=True,
-              help="Mode: 'partition' = per-partition linger.ms, a request carries the "
-                   "partitions ready at that moment; 'java' = the Java producer, a broker is "
-                   "ready when any of its partitions is and then sends all of them; 'broker' "
-                   "= broker-level collector (broker.linger.ms); 'none' = linger 0; "
-                   "'adaptive' = KIP-1224's adaptive linger, a broker's collection is flushed "
-                   "behind the work pending in the engine; 'aimd' = broker-level collector "
-                   "whose window adapts per broker (aimd.*); 'bruce' = Bruce's per-topic "
-                   "and combined batches, late partition choice and rate limits (bruce.*); "
-                   "'librdkafka' = the real client (confluent-kafka) on the same workload; "
-                   "'kafka-java' = Apache Kafka's Java producer (kafka-clients, needs a JDK) "
-                   "on the same workload.")
+              help=mode_help())
 @workload_options
 @payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",

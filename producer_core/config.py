@@ -13,17 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from producer_core.errors import ConfigError
+from producer_core.modes import COLLECTOR_MODES, MODES  # declared there; importable from here
 from producer_core.security import PLAINTEXT, SECURITY_KEYS, SecurityConfig, build_security, redact
 from producer_core.topic_creation import DEFAULT_CREATION, TopicCreation
-
-MODES = ("partition", "none", "broker", "java", "bruce", "librdkafka", "adaptive", "aimd",
-         "kafka-java")
-"""Modes: the in-repo engine's linger policies, and `librdkafka` (the real client, as a
-reference: confluent-kafka's Producer driven by the same workload generator), and
-`kafka-java` (Apache Kafka's Java producer, the reference for mode `java`)."""
-
-COLLECTOR_MODES = ("broker", "adaptive", "aimd")
-"""Modes built on the broker-level batch collector (one collection per broker)."""
 
 LIBRDKAFKA_NAMES = {
     "linger.ms": "linger.ms",
