@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from contextlib import ExitStack
@@ -47,7 +46,7 @@ from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
 from producer_core.errors import UsageError
 from producer_core.modes import mode_help
-from producer_core.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.results_io import RunRecorder, add_facts, write_json, write_results_dir
 from producer_core.verify_read import VerifyingRun, verify_unsupported
 from producer_core.workload import Workload
 
@@ -123,14 +122,6 @@ def announce_start(target: BrokerTarget) -> None:
     """Say how long starting the broker took (it is most of a short run's wall time)."""
     if target.started_in_s is not None:
         console.print(f"Started {target.description} in {target.started_in_s:.1f} s.")
-
-
-def write_json(path: Path, payload: Any) -> None:
-    """Write results atomically, so a CI job never reads half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
-    tmp.replace(path)
 
 
 @cli.command(epilog="Producer settings (-X key=value):\n\n" + settings_help().replace(

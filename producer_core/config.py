@@ -13,7 +13,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from producer_core.errors import ConfigError
-from producer_core.modes import COLLECTOR_MODES, MODES  # declared there; importable from here
+from producer_core.modes import (  # declared there; MODES and COLLECTOR_MODES importable here
+    COLLECTOR_MODES,
+    MODES,
+    PASSTHROUGH_MODES,
+)
 from producer_core.security import PLAINTEXT, SECURITY_KEYS, SecurityConfig, build_security, redact
 from producer_core.topic_creation import DEFAULT_CREATION, TopicCreation
 
@@ -427,7 +431,7 @@ def setting_kind(key: str, mode: str) -> str:
         return "producer"
     if key in SECURITY_KEYS:
         return "security"
-    if mode == "librdkafka" and key not in LIBRDKAFKA_RESERVED:
+    if mode in PASSTHROUGH_MODES and key not in LIBRDKAFKA_RESERVED:
         return "librdkafka"
     return "unknown"
 

@@ -23,7 +23,9 @@ class ModeSpec:
     """One mode. `window`: the setting compare-modes' `--linger-ms` sets (None: the mode
     chooses its window itself); `sweep_window`: the setting sweep's `--windows` sets (for
     self-windowed modes the window's upper bound; None: the mode has no window). `reads`:
-    the settings that apply to this mode only or to a few modes (not the common ones)."""
+    the settings that apply to this mode only or to a few modes (not the common ones).
+    `request_log`: the run logs each Produce request (librdkafka reports totals only).
+    `passthrough`: a property kbatch does not know goes to the client as given."""
 
     name: str
     help: str
@@ -33,6 +35,8 @@ class ModeSpec:
     window: str | None = "linger.ms"
     sweep_window: str | None = "linger.ms"
     reads: tuple[str, ...] = ()
+    request_log: bool = True
+    passthrough: bool = False
 
     def __post_init__(self) -> None:
         if (self.policy is None) == (self.driver is None):
@@ -80,7 +84,7 @@ REGISTRY: tuple[ModeSpec, ...] = (
              sweep_window="bruce.combined.max.delay.ms", reads=_BRUCE),
     ModeSpec("librdkafka", "the real client (confluent-kafka) on the same workload",
              driver="producer_core.librdkafka_engine:run_async",
-             reads=("linger.ms", "batch.num.messages")),
+             reads=("linger.ms", "batch.num.messages"), request_log=False, passthrough=True),
     ModeSpec("adaptive", "KIP-1224's adaptive linger, a broker's collection is flushed "
              "behind the work pending in the engine",
              policy="producer_core.linger.adaptive:adaptive_policy", collector=True,
@@ -98,6 +102,7 @@ REGISTRY: tuple[ModeSpec, ...] = (
 BY_NAME: dict[str, ModeSpec] = {spec.name: spec for spec in REGISTRY}
 MODES: tuple[str, ...] = tuple(spec.name for spec in REGISTRY)
 COLLECTOR_MODES: tuple[str, ...] = tuple(spec.name for spec in REGISTRY if spec.collector)
+PASSTHROUGH_MODES: tuple[str, ...] = tuple(spec.name for spec in REGISTRY if spec.passthrough)
 
 def mode(name: str) -> ModeSpec:
     """The registry entry for `name`; ValueError for a name that is not a mode."""
@@ -105,6 +110,13 @@ def mode(name: str) -> ModeSpec:
         return BY_NAME[name]
     except KeyError:
         raise ValueError(f"unknown mode {name!r}") from None
+
+
+def keeps_request_log(name: str) -> bool:
+    """Whether a run of mode `name` logs each Produce request (a results file's mode that
+    this version does not know is assumed to, as every engine mode does)."""
+    spec = BY_NAME.get(name)
+    return spec is None or spec.request_log
 
 
 def mode_help() -> str:

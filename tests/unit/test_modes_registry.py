@@ -91,3 +91,9 @@ def test_unknown_mode_is_refused() -> None:
         mode("nope")
     with pytest.raises(ValueError, match="exactly one of policy or driver"):
         ModeSpec("both", "x", policy="a:b", driver="c:d")
+
+
+@pytest.mark.parametrize("spec", REGISTRY, ids=lambda s: s.name)
+def test_only_passthrough_modes_pass_unknown_properties_on(spec: ModeSpec) -> None:
+    kind = config.setting_kind("queue.buffering.max.ms", spec.name)
+    assert kind == ("librdkafka" if spec.passthrough else "unknown")
