@@ -112,6 +112,11 @@ def mode(name: str) -> ModeSpec:
         raise ValueError(f"unknown mode {name!r}") from None
 
 
+def modes_reading(setting: str) -> tuple[str, ...]:
+    """The modes that read `setting` (empty: a common setting, read by every mode)."""
+    return tuple(spec.name for spec in REGISTRY if setting in spec.reads)
+
+
 def keeps_request_log(name: str) -> bool:
     """Whether a run of mode `name` logs each Produce request (a results file's mode that
     this version does not know is assumed to, as every engine mode does)."""
