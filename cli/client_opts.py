@@ -23,6 +23,7 @@ from producer_core.config import (
     unknown_setting_message,
 )
 from producer_core.errors import ConfigError, UsageError
+from producer_core.modes import PASSTHROUGH_MODES
 from producer_core.properties import load_properties
 from producer_core.topic_creation import TopicCreation, parse_topic_creation
 
@@ -75,9 +76,10 @@ def client_inputs(command_config: Path | None, overrides: Sequence[str],
             for mode in modes:
                 if setting_kind(prop.key, mode) == "unknown":
                     where = f"{command_config}, line {prop.line}"
-                    hint = (" (only mode librdkafka passes unknown properties to librdkafka; "
-                            "give it with --mode-config librdkafka:KEY=VALUE)"
-                            if "librdkafka" in modes else "")
+                    passing = [m for m in modes if m in PASSTHROUGH_MODES]
+                    hint = (f" (only mode {passing[0]} passes unknown properties to "
+                            f"{passing[0]}; give it with --mode-config {passing[0]}:KEY=VALUE)"
+                            if passing else "")
                     raise ConfigError(f"{where}: {unknown_setting_message(prop.key)}{hint}")
             file_items.append((prop.key, prop.value))
     cli_items = []

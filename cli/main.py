@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from contextlib import ExitStack
@@ -47,7 +46,8 @@ from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
 from producer_core.errors import UsageError
-from producer_core.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.modes import mode_help
+from producer_core.results_io import RunRecorder, add_facts, write_json, write_results_dir
 from producer_core.verify_read import VerifyingRun, verify_unsupported
 from producer_core.workload import Workload
 
@@ -125,28 +125,10 @@ def announce_start(target: BrokerTarget) -> None:
         console.print(f"Started {target.description} in {target.started_in_s:.1f} s.")
 
 
-def write_json(path: Path, payload: Any) -> None:
-    """Write results atomically, so a CI job never reads half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
-    tmp.replace(path)
-
-
 @cli.command(epilog="Producer settings (-X key=value):\n\n" + settings_help().replace(
     "\n", "\n\n"))
 @click.option("--mode", type=click.Choice(MODES), default="partition", show_default=True,
-              help="Mode: 'partition' = per-partition linger.ms, a request carries the "
-                   "partitions ready at that moment; 'java' = the Java producer, a broker is "
-                   "ready when any of its partitions is and then sends all of them; 'broker' "
-                   "= broker-level collector (broker.linger.ms); 'none' = linger 0; "
-                   "'adaptive' = KIP-1224's adaptive linger, a broker's collection is flushed "
-                   "behind the work pending in the engine; 'aimd' = broker-level collector "
-                   "whose window adapts per broker (aimd.*); 'bruce' = Bruce's per-topic "
-                   "and combined batches, late partition choice and rate limits (bruce.*); "
-                   "'librdkafka' = the real client (confluent-kafka) on the same workload; "
-                   "'kafka-java' = Apache Kafka's Java producer (kafka-clients, needs a JDK) "
-                   "on the same workload.")
+              help=mode_help())
 @workload_options
 @payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",

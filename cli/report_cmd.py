@@ -17,6 +17,7 @@ from cli.output_paths import writable_dir, writable_file
 from cli.render import comparison_table, console, out, summary_table, topics_table
 from producer_core.compare import SUMMARY_METRICS
 from producer_core.histogram import LatencyHistogram
+from producer_core.modes import keeps_request_log
 from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results, run_group
 
 LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
@@ -171,7 +172,7 @@ def _missing_over_time(loaded: Sequence[LoadedResults]) -> list[str]:
     """Runs that no over-time chart shows, so the report can say so."""
     return [f"{_name(item)}: {_run_label(item, run)}" for item in loaded for run in item.runs
             if not (run.get("intervals") or {}).get("run")
-            and (item.companion(run, "requests") is None or run["mode"] == "librdkafka")]
+            and (item.companion(run, "requests") is None or not keeps_request_log(run["mode"]))]
 
 
 _CHART_TITLES = {

@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from producer_core.bounds import MAX_CLIENT_ID
-from producer_core.config import SETTINGS, ProducerSettings
+from producer_core.config import ProducerSettings
 from producer_core.errors import UsageError
+from producer_core.modes import modes_reading
 from producer_core.run_checks import check_message_fits
 from producer_core.workload import Workload
 
@@ -36,13 +37,13 @@ def other_mode_warnings(settings: ProducerSettings, mode: str) -> ProducerSettin
     `build_settings` did not already warn about: the run ignores it."""
     added = []
     for key in sorted(settings.explicit):
-        spec = SETTINGS.get(key)
-        if spec is None or not spec.modes or mode in spec.modes:
+        readers = modes_reading(key)  # from the mode registry (producer_core.modes)
+        if not readers or mode in readers:
             continue
         if any(key in warning for warning in settings.warnings):
             continue
-        added.append(f"{key} applies to mode{'s' if len(spec.modes) > 1 else ''} "
-                     f"{', '.join(spec.modes)} only; ignored in mode {mode}")
+        added.append(f"{key} applies to mode{'s' if len(readers) > 1 else ''} "
+                     f"{', '.join(readers)} only; ignored in mode {mode}")
     if not added:
         return settings
     return replace(settings, warnings=(*settings.warnings, *added))

@@ -40,7 +40,7 @@ class ProducerBatch:
 
     __slots__ = (
         "slot", "builder", "ids", "intended", "created", "closed", "payload",
-        "attempts", "drained_at", "first_drained_at", "record_bytes", "sequence", "epoch",
+        "attempts", "drained_at", "record_bytes", "sequence", "epoch",
         "producer_id", "maybe_written", "order",
     )
 
@@ -54,7 +54,6 @@ class ProducerBatch:
         self.payload: bytes | None = None
         self.attempts = 0
         self.drained_at = 0.0
-        self.first_drained_at = 0.0
         self.record_bytes = 0
         self.sequence = -1
         """Base sequence stamped into the batch (idempotence); -1 until its first send."""
@@ -242,6 +241,7 @@ class Accumulator:
         return bool(queue) and (queue[0].closed or len(queue) > 1)
 
     def nonempty_slots(self) -> list[int]:
+        """Slots with queued records (a transaction adds their partitions before sending)."""
         return [slot for slot, queue in enumerate(self.queues) if queue]
 
     def pop_head(self, slot: int, now: float) -> ProducerBatch:
@@ -249,8 +249,6 @@ class Accumulator:
         batch = self.queues[slot].popleft()
         batch.seal()
         batch.drained_at = now
-        if not batch.first_drained_at:
-            batch.first_drained_at = now
         self.queued_records -= batch.record_count
         self.queued_bytes -= batch.record_bytes
         self.queued_batches -= 1

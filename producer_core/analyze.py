@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from producer_core.errors import UsageError
+from producer_core.modes import keeps_request_log
 from producer_core.results_io import RESULTS_FILE, ResultsError, load_results, run_group
 
 DEFAULT_GROUP_BY = ("run", "mode", "broker")
@@ -139,8 +140,8 @@ def find_runs(inputs: Sequence[str | Path]) -> tuple[list[RunEntry], list[str]]:
                     notes.append(f"{name}: no request log (results written with --json, not "
                                  "--out); left out.")
                     continue
-                if run.get("requests_sent", 0) and mode == "librdkafka":
-                    notes.append(f"{name}: mode librdkafka keeps no per-request log (the "
+                if run.get("requests_sent", 0) and not keeps_request_log(mode):
+                    notes.append(f"{name}: mode {mode} keeps no per-request log (the "
                                  "client reports totals only; see its results JSON); left out.")
                     continue
                 entries.append(RunEntry(_metadata(name, file, loaded.document, run, log)))

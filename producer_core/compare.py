@@ -17,6 +17,7 @@ from producer_core.config import ProducerSettings, build_settings
 from producer_core.engine import Progress, run
 from producer_core.errors import UsageError
 from producer_core.metrics import SCHEMA_VERSION
+from producer_core.modes import mode as mode_spec
 from producer_core.workload import Workload
 
 SUMMARY_METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
@@ -78,12 +79,9 @@ def parse_mode_configs(
 
 
 def linger_knob(mode: str) -> str | None:
-    """The setting that holds a mode's linger window (None: the mode chooses it itself)."""
-    if mode in ("adaptive", "aimd"):
-        return None
-    if mode == "bruce":  # the combined batch's delay; per-topic thresholds keep their own
-        return "bruce.combined.max.delay.ms"
-    return "broker.linger.ms" if mode == "broker" else "linger.ms"
+    """The setting that holds a mode's linger window (None: the mode chooses it itself);
+    declared per mode in `producer_core.modes`."""
+    return mode_spec(mode).window
 
 
 def parse_modes(text: str, known: Sequence[str]) -> list[str]:

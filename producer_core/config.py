@@ -13,18 +13,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from producer_core.errors import ConfigError
+from producer_core.modes import (  # declared there; MODES and COLLECTOR_MODES importable here
+    COLLECTOR_MODES,
+    MODES,
+    PASSTHROUGH_MODES,
+)
 from producer_core.partitioners import PARTITIONERS
 from producer_core.security import PLAINTEXT, SECURITY_KEYS, SecurityConfig, build_security, redact
 from producer_core.topic_creation import DEFAULT_CREATION, TopicCreation
-
-MODES = ("partition", "none", "broker", "java", "bruce", "librdkafka", "adaptive", "aimd",
-         "kafka-java")
-"""Modes: the in-repo engine's linger policies, and `librdkafka` (the real client, as a
-reference: confluent-kafka's Producer driven by the same workload generator), and
-`kafka-java` (Apache Kafka's Java producer, the reference for mode `java`)."""
-
-COLLECTOR_MODES = ("broker", "adaptive", "aimd")
-"""Modes built on the broker-level batch collector (one collection per broker)."""
 
 LIBRDKAFKA_NAMES = {
     "linger.ms": "linger.ms",
@@ -466,7 +462,7 @@ def setting_kind(key: str, mode: str) -> str:
         return "producer"
     if key in SECURITY_KEYS:
         return "security"
-    if mode == "librdkafka" and key not in LIBRDKAFKA_RESERVED:
+    if mode in PASSTHROUGH_MODES and key not in LIBRDKAFKA_RESERVED:
         return "librdkafka"
     return "unknown"
 

@@ -13,7 +13,6 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -30,8 +29,18 @@ from producer_core.linger import LingerPolicy, RequestPlan, make_policy
 from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.message_source import run_target_rate
 from producer_core.metrics import RequestRecord, Results, RunMetrics
+from producer_core.modes import mode as mode_spec
 from producer_core.partitioners import Partitioning
 from producer_core.run_checks import check_message_fits, largest_record, run_warnings
+from producer_core.run_types import (  # re-exported: callers import them from here
+    INTERRUPTED,
+    PROGRESS_INTERVAL_S,
+    START_LEAD_S,
+    STOP_CHECK_S,
+    STOP_GRACE_S,
+    Delivery,
+    Progress,
+)
 from producer_core.sender import (
     Acknowledge,
     Action,
@@ -50,41 +59,6 @@ from producer_core.transactions import TransactionConfig, Transactions
 from producer_core.transport import Cluster
 from producer_core.txn_rpc import Coordinator
 from producer_core.workload import Workload
-
-PROGRESS_INTERVAL_S = 0.25
-START_LEAD_S = 0.02
-"""The schedule starts this long after setup, so message 0 is not already late."""
-STOP_GRACE_S = 2.0
-"""After a stop request, how long in-flight requests may still be answered (at most
-request.timeout.ms)."""
-STOP_CHECK_S = 0.05
-INTERRUPTED = "interrupted"
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A snapshot for live displays."""
-
-    elapsed_s: float
-    generated: int
-    acknowledged: int
-    failed: int
-    in_flight_requests: int
-    requests_sent: int
-    p99_ms: float
-    target_messages: int | None
-
-
-@dataclass
-class Delivery:
-    """Where one acknowledged batch landed: for tests that read the topic back."""
-
-    topic: str
-    partition: int
-    base_offset: int
-    message_ids: list[int]
-    aborted: bool = False
-    """Written in a transaction that was then aborted (read_committed never sees it)."""
 
 
 class Engine:
@@ -739,16 +713,9 @@ async def run_async(
 ) -> Results:
     """Run one workload in one mode against the cluster at `bootstrap`. Setting `stop`
     ends the run early (see README, 'Delivery'); its Results say `complete: false`."""
-    if mode == "librdkafka":  # the real client as a reference, same generator and Results
-        from producer_core import librdkafka_engine
-
-        return await librdkafka_engine.run_async(
-            workload, settings, mode, bootstrap, on_progress, deliveries, stop)
-    if mode == "kafka-java":  # Apache Kafka's Java producer, the reference for mode java
-        from producer_core.kafka_java import run as kafka_java
-
-        return await kafka_java.run_async(
-            workload, settings, mode, bootstrap, on_progress, deliveries, stop)
+    driver = mode_spec(mode).load_driver()  # another client (librdkafka, kafka-java)
+    if driver is not None:
+        return await driver(workload, settings, mode, bootstrap, on_progress, deliveries, stop)
     cluster = Cluster.for_settings(bootstrap, settings)
     engine = Engine(workload, settings, mode, cluster, on_progress, deliveries, stop)
     return await engine.run()

@@ -45,13 +45,6 @@ from typing import Any
 import numpy as np
 
 from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
-from producer_core.engine import (
-    PROGRESS_INTERVAL_S,
-    START_LEAD_S,
-    STOP_GRACE_S,
-    Delivery,
-    Progress,
-)
 from producer_core.errors import BrokerError, ConfigError, UsageError
 from producer_core.generator import Generator
 from producer_core.intervals import IntervalRecorder, Tally, run_tally, topic_tally
@@ -60,6 +53,13 @@ from producer_core.message_source import run_target_rate
 from producer_core.metrics import ClientCounts, Results, RunMetrics, TopicMetrics
 from producer_core.partitioners import Partitioning
 from producer_core.run_checks import check_message_fits, run_warnings
+from producer_core.run_types import (
+    PROGRESS_INTERVAL_S,
+    START_LEAD_S,
+    STOP_GRACE_S,
+    Delivery,
+    Progress,
+)
 from producer_core.security import redact, scrub
 from producer_core.transport import Cluster
 from producer_core.workload import TopicSpec, Workload

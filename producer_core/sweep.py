@@ -17,26 +17,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from producer_core.compare import linger_knob
 from producer_core.config import SETTINGS, build_settings, parse_assignment
 from producer_core.errors import UsageError
+from producer_core.modes import mode as mode_spec
 
 # --------------------------------------------------------------------------- windows
-
-SELF_WINDOWED: dict[str, str] = {
-    "adaptive": "adaptive.linger.max.ms",
-    "aimd": "aimd.linger.max.ms",
-}
-"""The modes that choose their window themselves: the sweep bounds it from above."""
 
 
 def window_knob(mode: str) -> str | None:
     """The setting a `--windows` value goes to: compare-modes' `linger_knob` (linger.ms,
     broker.linger.ms, bruce.combined.max.delay.ms), the upper bound of the window for
-    adaptive and aimd, and none for mode none (linger 0 by definition: it runs once)."""
-    if mode == "none":
-        return None
-    return linger_knob(mode) or SELF_WINDOWED.get(mode)
+    adaptive and aimd, and none for mode none (linger 0 by definition: it runs once);
+    declared per mode in `producer_core.modes`."""
+    return mode_spec(mode).sweep_window
 
 
 def window_assignments(mode: str, window: int) -> list[tuple[str, str]]:

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from producer_core.config import ProducerSettings
-from producer_core.engine import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.generator import Generator
 from producer_core.histogram import LatencyHistogram
@@ -39,6 +38,7 @@ from producer_core.kafka_java.driver import Driver, prepare
 from producer_core.kafka_java.settings import java_properties
 from producer_core.metrics import ClientCounts, RequestRecord, Results, RunMetrics, TopicMetrics
 from producer_core.run_checks import check_message_fits, run_warnings
+from producer_core.run_types import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
 from producer_core.security import redact, scrub
 from producer_core.transport import Cluster
 from producer_core.workload import Workload

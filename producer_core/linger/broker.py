@@ -50,11 +50,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from producer_core.accumulator import Accumulator, ProducerBatch, drain_request
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan, summarize
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from producer_core.config import ProducerSettings
+    from producer_core.workload import TopicSpec
 
 REASONS = ("flush", "max_partitions", "max_bytes", "broker_linger", "retry")
 """Send reasons in priority order."""
@@ -398,3 +405,19 @@ class BrokerLinger(LingerPolicy):
             requests_per_send=summarize(column("requests"), ("mean", "max")),
         )
         return result
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def broker_policy(
+    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
+    settings: ProducerSettings, topics: Sequence[TopicSpec],
+) -> BrokerLinger:
+    """Mode broker from the settings (see `producer_core.modes`)."""
+    return BrokerLinger(
+        accumulator, leaders, limits,
+        linger_s=settings["broker.linger.ms"] / 1000.0,
+        max_partitions=settings["broker.batch.max.partitions"],
+        max_bytes=settings["broker.batch.max.bytes"],
+    )

@@ -622,3 +622,15 @@ class BrucePolicy(LingerPolicy):
             result["batches_per_request"] = summarize(
                 np.array(self._batches_per_request, dtype=np.float64), ("mean", "max"))
         return result
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def bruce_policy(
+    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
+    settings: ProducerSettings, topics: Sequence[TopicSpec],
+) -> BrucePolicy:
+    """Mode bruce from the settings (see `producer_core.modes`)."""
+    keyless = [topic.keys.kind == "none" for topic in topics]
+    return BrucePolicy(accumulator, leaders, limits, bruce_config(settings, topics), keyless)

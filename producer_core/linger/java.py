@@ -22,6 +22,7 @@ Pure: no clock and no I/O; time comes in as arguments (seconds).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from producer_core.accumulator import (
     BATCH_FILLED,
@@ -33,6 +34,12 @@ from producer_core.accumulator import (
 )
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
 from producer_core.linger.deadlines import HeadDeadlines
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from producer_core.config import ProducerSettings
+    from producer_core.workload import TopicSpec
 
 REASONS = ("flush", "memory", "retry", "batch_full", "linger")
 """Why a broker was ready, in priority order; a request is tagged with the first that held."""
@@ -197,3 +204,14 @@ class JavaLinger(LingerPolicy):
             "partitions_drained": self._drained,
             "partitions_drained_sendable": self._drained_ready,
         }
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def java_policy(
+    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
+    settings: ProducerSettings, topics: Sequence[TopicSpec],
+) -> JavaLinger:
+    """Mode java from the settings (see `producer_core.modes`)."""
+    return JavaLinger(accumulator, leaders, limits, settings.linger_s)

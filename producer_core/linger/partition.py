@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from producer_core.accumulator import (
     BATCH_FILLED,
@@ -24,6 +25,12 @@ from producer_core.accumulator import (
 )
 from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
 from producer_core.linger.deadlines import HeadDeadlines
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from producer_core.config import ProducerSettings
+    from producer_core.workload import TopicSpec
 
 
 class PartitionLinger(LingerPolicy):
@@ -122,3 +129,22 @@ class NoLinger(PartitionLinger):
 
     def __init__(self, accumulator: Accumulator, leaders: list[int], limits: RequestLimits):
         super().__init__(accumulator, leaders, limits, linger_s=0.0)
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def partition_policy(
+    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
+    settings: ProducerSettings, topics: Sequence[TopicSpec],
+) -> PartitionLinger:
+    """Mode partition from the settings (see `producer_core.modes`)."""
+    return PartitionLinger(accumulator, leaders, limits, settings.linger_s)
+
+
+def no_linger_policy(
+    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
+    settings: ProducerSettings, topics: Sequence[TopicSpec],
+) -> NoLinger:
+    """Mode none from the settings (see `producer_core.modes`)."""
+    return NoLinger(accumulator, leaders, limits)

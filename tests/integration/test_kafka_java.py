@@ -40,7 +40,8 @@ def test_kafka_java_counts_match_the_wire_and_every_ack_reads_back(counted_broke
     assert doc["mode"] == "kafka-java"
     assert doc["messages"] == {"intended": total, "sent": total, "acknowledged": total,
                                "failed": 0, "failed_reasons": {}, "discarded": 0,
-                               "discard_reasons": {}}
+                               "discard_reasons": {}, "unknown": 0, "unknown_reasons": {},
+                               "sent_unacknowledged": 0, "aborted": 0}
     # the driver's count of Produce requests is the wire's, per request what it carried
     assert doc["kafka_java"]["request_counting"] == "sender-client"
     assert results.requests_sent == proxy.produce_requests > 20

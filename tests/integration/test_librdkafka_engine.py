@@ -33,7 +33,7 @@ def test_librdkafka_counts_latencies_and_wire_agree(counted_broker):
     assert doc["messages"] == {"intended": total, "sent": total, "acknowledged": total,
                                "failed": 0, "failed_reasons": {}, "discarded": 0,
                                "discard_reasons": {}, "unknown": 0, "unknown_reasons": {},
-                               "sent_unacknowledged": 0}
+                               "sent_unacknowledged": 0, "aborted": 0}
     assert doc["complete"] is True and doc["idempotence"] == {"enabled": True}
     # librdkafka's own count of Produce requests is the wire's
     assert results.requests_sent == proxy.produce_requests

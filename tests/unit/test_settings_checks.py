@@ -21,6 +21,15 @@ def test_a_setting_of_another_mode_is_named_as_ignored():
                                   "adaptive, aimd only; ignored in mode java",)
 
 
+def test_a_setting_a_reference_client_passes_on_is_not_called_ignored():
+    # kafka-java hands linger.ms to the Java producer; mode none really ignores it
+    java = build_settings([("linger.ms", "5")], "kafka-java")
+    assert other_mode_warnings(java, "kafka-java").warnings == ()
+    none = other_mode_warnings(build_settings([("linger.ms", "5")], "none"), "none")
+    assert none.warnings == ("linger.ms applies to modes partition, java, librdkafka, "
+                             "kafka-java only; ignored in mode none",)
+
+
 def test_no_double_warning_and_none_for_own_settings():
     already = build_settings([("linger.ms", "5")], "broker")  # config.py warns already
     assert other_mode_warnings(already, "broker").warnings == already.warnings

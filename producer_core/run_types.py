@@ -1,0 +1,71 @@
+"""What every run driver shares: the progress snapshot, the delivery record, the timing
+constants and the driver's call signature.
+
+kbatch's engine (`engine.py`), librdkafka (`librdkafka_engine.py`) and the Java producer
+(`kafka_java/run.py`) all run a workload the same way and return the same `Results`; they
+import these from here rather than from each other, so no driver depends on another.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from producer_core.config import ProducerSettings
+    from producer_core.metrics import Results
+    from producer_core.workload import Workload
+
+PROGRESS_INTERVAL_S = 0.25
+START_LEAD_S = 0.02
+"""The schedule starts this long after setup, so message 0 is not already late."""
+STOP_GRACE_S = 2.0
+"""After a stop request, how long in-flight requests may still be answered (at most
+request.timeout.ms)."""
+STOP_CHECK_S = 0.05
+INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot for live displays."""
+
+    elapsed_s: float
+    generated: int
+    acknowledged: int
+    failed: int
+    in_flight_requests: int
+    requests_sent: int
+    p99_ms: float
+    target_messages: int | None
+
+
+@dataclass
+class Delivery:
+    """Where one acknowledged batch landed: for tests that read the topic back."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    message_ids: list[int]
+    aborted: bool = False
+    """Written in a transaction that was then aborted (read_committed never sees it)."""
+
+
+class RunDriver(Protocol):
+    """A driver's `run_async`: run one workload in one mode against the cluster at
+    `bootstrap` and return its Results. Setting `stop` ends the run early (Results say
+    `complete: false`); `deliveries`, when given, receives where each batch landed."""
+
+    async def __call__(
+        self,
+        workload: Workload,
+        settings: ProducerSettings,
+        mode: str,
+        bootstrap: str,
+        on_progress: Callable[[Progress], None] | None = None,
+        deliveries: list[Delivery] | None = None,
+        stop: threading.Event | None = None,
+    ) -> Results: ...
