@@ -10,11 +10,12 @@ buffer cut to the drawn size, or a record of a payload file.
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
 from producer_core.partitioner import key_table
-from producer_core.payload import cached_records, offsets, random_buffer
+from producer_core.payload import RUN, cached_records, offsets, random_buffer, run_slices
 from producer_core.schedule import (
     PiecewiseSchedule,
     PoissonSchedule,
@@ -33,6 +34,10 @@ SHARE_ID_SHIFT = 56
 """Shares of a distributed run add `share index << 56`, so their ids never collide."""
 BUFFER_MIN = 16 << 20
 """Smallest payload buffer; larger values get one twice their size."""
+BULK_VALUES = 64
+"""Passes of at least this many fixed-size values are built in one numpy array."""
+_ID = struct.Struct(">Q")
+"""The 8-byte big-endian message id (ids are never negative)."""
 
 
 def make_schedule(spec: TopicSpec, horizon: float | None, seed: int) -> Schedule:
@@ -104,6 +109,11 @@ class TopicSource:
             self.buffer = random_buffer(seed, spec.payload.compressibility, size)
         self._stride = max(1, spec.sizes.largest - ID_BYTES)
         self._span = len(self.buffer) - max(0, spec.sizes.largest - ID_BYTES)
+        self._fixed_body: int | None = None
+        """Body bytes of fixed-size generated values (the fast path), else None."""
+        if not self.records and spec.sizes.kind == "fixed" and spec.sizes.size >= ID_BYTES \
+                and self._span > RUN * self._stride:
+            self._fixed_body = spec.sizes.size - ID_BYTES
         self.headers = [(k, v) for k, v in spec.headers]
         self.header_bytes = sum(len(k.encode()) + len(v or b"") + 2 for k, v in self.headers)
         """Bytes the headers add to each record (partitioners estimate record sizes)."""
@@ -150,6 +160,8 @@ class TopicSource:
 
     def values(self, ids: range) -> list[bytes]:
         """Values for message ids `ids` (id in the first 8 bytes, then the payload)."""
+        if self._fixed_body is not None:
+            return self._fixed_values(ids, self._fixed_body)
         seqs = np.arange(ids.start - self.id_base, ids.stop - self.id_base, dtype=np.int64)
         if self.records:
             records = self.records
@@ -177,3 +189,33 @@ class TopicSource:
             else i.to_bytes(ID_BYTES, "big")[ID_BYTES - n:]
             for i, n, o in zip(ids, sizes, starts, strict=True)
         ]
+
+    def _fixed_values(self, ids: range, body: int) -> list[bytes]:
+        """Fixed-size values: the same bytes `offsets` places, taken run by run (a run's
+        bodies are adjacent in the buffer). A small pass (most of them carry a few
+        messages, where numpy's per-call cost dominated) packs each id and slices its body;
+        a large one fills one array with every id and body and cuts the values from its
+        bytes, one slice per value."""
+        base, stride = self.id_base, self._stride
+        pieces = run_slices(ids.start - base, ids.stop - base, self._salt, self._span, stride)
+        count = len(ids)
+        if count < BULK_VALUES:
+            buffer, pack = self.buffer, _ID.pack
+            values: list[bytes] = []
+            for first, stop, start in pieces:
+                values += [pack(i) + buffer[o:o + body] for i, o in zip(
+                    range(first + base, stop + base),
+                    range(start, start + (stop - first) * stride, stride), strict=True)]
+            return values
+        size = ID_BYTES + body
+        rows = np.empty((count, size), dtype=np.uint8)
+        rows[:, :ID_BYTES] = np.arange(ids.start, ids.stop, dtype=">u8").view(
+            np.uint8).reshape(count, ID_BYTES)
+        data = np.frombuffer(self.buffer, dtype=np.uint8)
+        for first, stop, start in pieces:
+            n = stop - first
+            row = first + base - ids.start
+            rows[row:row + n, ID_BYTES:] = data[start:start + n * stride].reshape(
+                n, stride)[:, :body]
+        blob = rows.tobytes()
+        return [blob[k:k + size] for k in range(0, count * size, size)]

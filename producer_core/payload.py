@@ -80,6 +80,29 @@ def offsets(seqs: np.ndarray, salt: int, span: int, stride: int = 0) -> np.ndarr
     return bases + (seqs % RUN) * stride
 
 
+def run_slices(first: int, stop: int, salt: int, span: int, stride: int
+               ) -> list[tuple[int, int, int]]:
+    """`offsets(seqs, salt, span, stride)` for `range(first, stop)` with a stride, per run:
+    (first seq, stop seq, offset of the first) for each run of `RUN` sequences the range
+    touches, in plain integers. A pass of a few messages then costs no numpy call (each
+    costs microseconds), and the values of a run are one contiguous slice of the buffer."""
+    assert stride > 0 and span > RUN * stride
+    room = span - RUN * stride
+    pieces = []
+    seq = first
+    while seq < stop:
+        run = seq // RUN
+        end = min(stop, (run + 1) * RUN)
+        base = ((((run + salt) * _MIX_INT) & _MASK) >> 20) % room
+        pieces.append((seq, end, base + (seq - run * RUN) * stride))
+        seq = end
+    return pieces
+
+
+_MASK = (1 << 64) - 1
+_MIX_INT = int(_MIX)
+
+
 @functools.lru_cache(maxsize=4)
 def random_buffer(seed: int, compressibility: float, size: int = BUFFER_BYTES) -> bytes:
     """`size` seeded bytes: random, with a share `compressibility` of text blocks."""

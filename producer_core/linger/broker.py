@@ -12,8 +12,16 @@ that holds is the send's reason:
 1. ``flush``           the producer is flushing (end of run, close)
 2. ``max_partitions``  collected partitions >= ``broker.batch.max.partitions`` (if > 0)
 3. ``max_bytes``       collected record bytes >= ``broker.batch.max.bytes`` (if > 0)
-4. ``broker_linger``   ``now >= first_add + broker.linger.ms``
+4. ``broker_linger``   ``now >= first_add + broker.linger.ms - send lead`` (below)
 5. ``retry``           a retried batch joined the collector (see `on_requeue`)
+
+**Send lead:** a message is acknowledged one send time (building the request, the broker
+writing it, the response) after its window ends, so the window ends early by the measured
+send time of that broker (an average of its round trips, `on_response`), so that the first
+message of a window is acknowledged about `broker.linger.ms` after it joined, as a
+per-partition linger's is after its timer. The lead is at most ``SEND_LEAD_MAX_SHARE`` of
+the window: windows then end at least every 20/21 of it, at most 5% more requests than
+the floor (duration / window), however slow the broker answers.
 
 The reason is decided when the send starts, so a collector that became due by linger
 while blocked on the in-flight limit and reached a cap meanwhile is tagged with the cap.
@@ -62,6 +70,11 @@ if TYPE_CHECKING:
 
     from producer_core.config import ProducerSettings
     from producer_core.workload import TopicSpec
+
+SEND_LEAD_MAX_SHARE = 1.0 / 21.0
+"""Largest share of a window the send lead takes off it (at most 5% more windows)."""
+SEND_TIME_WEIGHT = 0.3
+"""Weight of the newest round trip in a broker's send-time average."""
 
 REASONS = ("flush", "max_partitions", "max_bytes", "broker_linger", "retry")
 """Send reasons in priority order."""
@@ -132,6 +145,7 @@ class BrokerLinger(LingerPolicy):
         self._drained_bytes = 0
         self._send_ids = itertools.count(1)
         self._sends: list[_Send] = []
+        self._send_time: dict[int, float] = {}  # broker -> average round trip (s)
 
     # ------------------------------------------------------------- bookkeeping
     def _inflow(self) -> int:
@@ -251,7 +265,7 @@ class BrokerLinger(LingerPolicy):
             return "max_partitions"
         if self.max_bytes is not None and self._bytes_reached(collector):
             return "max_bytes"
-        if now >= collector.first_add + self._window_s(collector):
+        if now >= self._deadline(collector):
             return "broker_linger"
         if collector.retry:
             return "retry"
@@ -261,6 +275,22 @@ class BrokerLinger(LingerPolicy):
         """The collection window of a collector: `broker.linger.ms` here; mode `aimd`
         adapts it per broker."""
         return self.linger_s
+
+    def _deadline(self, collector: _Collector) -> float:
+        """When a collector's window ends: its window after the first add, less the lead."""
+        window = self._window_s(collector)
+        lead = min(self._send_time.get(collector.broker, 0.0), window * SEND_LEAD_MAX_SHARE)
+        return collector.first_add + window - lead
+
+    def on_response(
+        self, broker: int, rtt_s: float, now: float, throttle_ms: int, retried: bool
+    ) -> None:
+        """Learn the broker's send time from answered requests (failed ones say nothing)."""
+        if retried:
+            return
+        average = self._send_time.get(broker)
+        self._send_time[broker] = rtt_s if average is None else (
+            average + SEND_TIME_WEIGHT * (rtt_s - average))
 
     def _start_send(self, broker: int, collector: _Collector, reason: str, now: float) -> None:
         """Take everything collected into a new send and empty the collector."""
@@ -376,8 +406,7 @@ class BrokerLinger(LingerPolicy):
             due_now = self.flushing or collector.retry or (
                 self.max_partitions is not None and len(collector.slots) >= self.max_partitions
             )
-            when = collector.first_add if due_now else (
-                collector.first_add + self._window_s(collector))
+            when = collector.first_add if due_now else self._deadline(collector)
             if earliest is None or when < earliest:
                 earliest = when
         return earliest

@@ -505,3 +505,43 @@ def test_stats_for_a_known_scenario():
         "p50_ms": pytest.approx(2.0), "p99_ms": pytest.approx(9.84), "max_ms": pytest.approx(10.0)
     }
     assert stats["requests_per_send"] == {"mean": pytest.approx(1.333), "max": 2.0}
+
+
+# ------------------------------------------------------------------ send lead
+def test_window_ends_early_by_the_measured_send_time():
+    acc, policy = make(linger_s=0.500)
+    policy.on_response(1, 0.010, now=0.0, throttle_ms=0, retried=False)
+    append(acc, policy, 0, now=1.000)
+    assert policy.next_wakeup() == pytest.approx(1.490)
+    assert policy.poll(1.489, FREE) == []
+    assert sent_slots(policy.poll(1.490, FREE)) == [[0]]
+
+
+def test_send_time_is_an_average_of_answered_round_trips_only():
+    acc, policy = make(linger_s=0.500)
+    policy.on_response(1, 0.010, now=0.0, throttle_ms=0, retried=False)
+    policy.on_response(1, 0.020, now=0.1, throttle_ms=0, retried=False)
+    policy.on_response(1, 5.000, now=0.2, throttle_ms=0, retried=True)  # failed: ignored
+    append(acc, policy, 0, now=1.000)
+    # 0.010 + 0.3 * (0.020 - 0.010)
+    assert policy.next_wakeup() == pytest.approx(1.500 - 0.013)
+
+
+def test_send_lead_is_per_broker():
+    acc, policy = make(partitions=2, leaders=[1, 2], linger_s=0.500)
+    policy.on_response(2, 0.015, now=0.0, throttle_ms=0, retried=False)
+    append(acc, policy, 0, now=1.000)  # broker 1: nothing measured, the full window
+    append(acc, policy, 1, now=1.000)
+    assert policy.next_wakeup() == pytest.approx(1.485)
+    assert sent_slots(policy.poll(1.485, FREE)) == [[1]]
+    assert policy.next_wakeup() == pytest.approx(1.500)
+
+
+def test_send_lead_is_capped_so_windows_stay_within_five_percent_of_the_floor():
+    acc, policy = make(linger_s=0.500)
+    policy.on_response(1, 0.300, now=0.0, throttle_ms=0, retried=False)  # a slow broker
+    append(acc, policy, 0, now=1.000)
+    deadline = policy.next_wakeup()
+    assert deadline == pytest.approx(1.000 + 0.500 * 20 / 21)
+    # windows back to back over 60 s: at most 5% more than 60 / 0.5 = 120
+    assert 60.0 / (deadline - 1.000) <= 120 * 1.05 + 1e-9

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 
+import numpy as np
 import pytest
 
 from producer_core.errors import UsageError
@@ -108,3 +109,24 @@ def test_a_payload_file_decides_the_value_sizes(tmp_path) -> None:
     assert workload.as_dict()["value_size"]["kbatch"]["weighted"][2] == [5008, 0.25]
     with pytest.raises(UsageError, match="5008 bytes"):  # the largest record must fit
         check_message_fits(workload.topic_specs(), 4000, "max.request.size")
+
+
+def test_fixed_size_fast_path_gives_the_bytes_offsets_defines() -> None:
+    """The run-by-run path (no numpy) cuts exactly the slices `offsets` places, across run
+    boundaries and for passes of any size."""
+    from producer_core.message_source import TopicSource
+    from producer_core.payload import RUN, offsets
+
+    spec = Workload(topic="t", partitions=8, rate=1000, duration_s=1,
+                    message_size=100).topic_specs()[0]
+    source = TopicSource(spec, 3, seed=7)
+    assert source._fixed_body == 92
+    first, stop = RUN - 5, 3 * RUN + 7  # crosses three run boundaries
+    seqs = np.arange(first, stop, dtype=np.int64)
+    starts = offsets(seqs, source._salt, source._span, source._stride).tolist()
+    expected = [(source.id_base + s).to_bytes(8, "big") + source.buffer[o:o + 92]
+                for s, o in zip(range(first, stop), starts, strict=True)]
+    base = source.id_base
+    assert source.values(range(base + first, base + stop)) == expected
+    one_by_one = [source.values(range(base + s, base + s + 1))[0] for s in range(first, stop)]
+    assert one_by_one == expected

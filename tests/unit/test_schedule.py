@@ -87,3 +87,17 @@ def test_scalar_offsets_agree_with_vectorized(make):
     vector = schedule.offsets_of(0, 2000)[ks]
     scalar = np.array([schedule.offset_of(int(k)) for k in ks])
     assert np.allclose(vector, scalar, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("schedule", [
+    constant(1000, 10.0), ramp(100, 5000, 5.0, 10.0), step([(1000, 2.0), (3000, 8.0)], 10.0),
+], ids=["constant", "ramp", "step"])
+def test_offsets_of_a_pass_match_each_message_offset(schedule) -> None:
+    """Passes inside one segment take the unmasked path; across a boundary the general one;
+    both give every message's own offset."""
+    boundary = schedule.due_count(2.0)
+    for first, count in [(0, 1), (5, 2), (100, 300), (boundary - 3, 7), (boundary, 50)]:
+        got = schedule.offsets_of(first, count)
+        assert got.dtype == np.float64 and len(got) == count
+        expected = [schedule.offset_of(k) for k in range(first, first + count)]
+        assert got.tolist() == pytest.approx(expected, rel=1e-12, abs=1e-12)
