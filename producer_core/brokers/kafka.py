@@ -102,6 +102,16 @@ class _Node:
         return self.data_dir / "server.log"
 
 
+def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64 that does not start with '-'
+    (the storage tool would read such an id as an option; one in 64 would, so Kafka's own
+    Uuid.randomUuid draws again, and so do we)."""
+    while True:
+        text = base64.urlsafe_b64encode(random_uuid().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
 class KafkaCluster:
     """Apache Kafka on 127.0.0.1, ``nodes`` combined broker+controller processes."""
 
@@ -136,7 +146,7 @@ class KafkaCluster:
         self._format_args = tuple(format_args)  # e.g. --add-scram for SCRAM users
         self._root: Path | None = None
         self._nodes: dict[int, _Node] = {}
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = new_cluster_id()
         self.start_time_s: float | None = None
 
     # ------------------------------------------------------------------ views

@@ -153,3 +153,20 @@ def test_node_configs_form_one_quorum_and_take_extra_listeners_and_properties(tm
     assert two["kbatch.test.port"] == f"{cluster.port(2, 'SASL_PLAINTEXT')}-2"
     assert all(c["listeners"].count("127.0.0.1") == 4 for c in configs.values())
     assert cluster.bootstrap.split(",")[1] == "127.0.0.1:40002"
+
+
+def test_cluster_ids_never_start_with_a_dash() -> None:
+    """The storage tool would read an id starting with '-' as an option (1 in 64 random
+    UUIDs encode that way): such a draw is replaced, as Kafka's Uuid.randomUuid does."""
+    import base64
+    import uuid
+
+    from producer_core.brokers.kafka import new_cluster_id
+
+    dashed = uuid.UUID(bytes=base64.urlsafe_b64decode("-" + "A" * 21 + "=="))
+    plain = uuid.UUID(int=12345)
+    draws = iter([dashed, dashed, plain])
+    assert base64.urlsafe_b64encode(dashed.bytes).decode().startswith("-")
+    cluster_id = new_cluster_id(lambda: next(draws))
+    assert cluster_id == base64.urlsafe_b64encode(plain.bytes).decode().rstrip("=")
+    assert len(cluster_id) == 22
