@@ -221,3 +221,18 @@ class Generator:
                    if not isinstance(t.schedule, Unthrottled)]
         offsets = [o for o in offsets if o is not None]
         return self.start + min(offsets) if offsets else None
+
+
+class ClientBatching:
+    """The generator's policy hooks when a real client (librdkafka, the Java producer)
+    batches and sends by itself: admit everything, no late partition choice, no events."""
+
+    def admit(self, topic_index: int, count: int, now: float) -> int:
+        return count
+
+    def keyless_slots(self, topic_index: int, first_slot: int, partitions: int,
+                      sequences: range) -> list[int] | None:
+        return None
+
+    def on_append(self, slot: int, event: int, now: float) -> None:
+        pass

@@ -46,7 +46,7 @@ import numpy as np
 
 from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
 from producer_core.errors import BrokerError, ConfigError, UsageError
-from producer_core.generator import Generator
+from producer_core.generator import ClientBatching, Generator
 from producer_core.intervals import IntervalRecorder, Tally, run_tally, topic_tally
 from producer_core.memory import BlockedGenerator
 from producer_core.message_source import run_target_rate
@@ -140,20 +140,6 @@ def _create_producer(config: dict[str, Any]) -> Any:
             f"(Properties kbatch passed to librdkafka: {', '.join(sorted(config))}.) See "
             "librdkafka's CONFIGURATION.md for the properties it knows."
         ) from None
-
-
-class _NoPolicy:
-    """The generator's policy hooks, neutral: librdkafka decides what to send itself."""
-
-    def admit(self, topic_index: int, count: int, now: float) -> int:
-        return count
-
-    def keyless_slots(self, topic_index: int, first_slot: int, partitions: int,
-                      sequences: range) -> list[int] | None:
-        return None
-
-    def on_append(self, slot: int, event: int, now: float) -> None:
-        pass
 
 
 class _ProduceSink:
@@ -351,7 +337,7 @@ class LibrdkafkaRun:
             self._await_producer_id(producer)
             generator = Generator(self.workload, self.first_slots,
                                   _ProduceSink(self, producer),  # type: ignore[arg-type]
-                                  _NoPolicy(), self.metrics,  # type: ignore[arg-type]
+                                  ClientBatching(), self.metrics,  # type: ignore[arg-type]
                                   self.partitioning)
             self.start = self.clock() + START_LEAD_S
             if self.workload.start_at is not None:  # a share of a distributed run

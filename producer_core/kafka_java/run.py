@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from producer_core.config import ProducerSettings
 from producer_core.errors import BrokerError, ConfigError
-from producer_core.generator import Generator
+from producer_core.generator import ClientBatching, Generator
 from producer_core.histogram import LatencyHistogram
 from producer_core.kafka_java import protocol
 from producer_core.kafka_java.driver import Driver, prepare
@@ -46,20 +46,6 @@ from producer_core.workload import Workload
 HELLO_TIMEOUT_S = 60.0
 PINGS = 5
 REQUEST_REASON = "java-sender"
-
-
-class _NoPolicy:
-    """The generator's policy hooks, neutral: the Java producer decides what to send."""
-
-    def admit(self, topic_index: int, count: int, now: float) -> int:
-        return count
-
-    def keyless_slots(self, topic_index: int, first_slot: int, partitions: int,
-                      sequences: range) -> list[int] | None:
-        return None
-
-    def on_append(self, slot: int, event: int, now: float) -> None:
-        pass
 
 
 class _PipeSink:
@@ -239,7 +225,7 @@ class KafkaJavaRun:
             self._handshake()
             generator = Generator(self.workload, self.first_slots,
                                   _PipeSink(self),  # type: ignore[arg-type]
-                                  _NoPolicy(), self.metrics)  # type: ignore[arg-type]
+                                  ClientBatching(), self.metrics)  # type: ignore[arg-type]
             self.start = self.clock() + START_LEAD_S
             if self.workload.start_at is not None:  # a share of a distributed run
                 self.start = self.clock() + max(0.0, self.workload.start_at - time.time())
