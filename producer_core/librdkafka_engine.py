@@ -61,7 +61,7 @@ from producer_core.run_types import (
     Progress,
 )
 from producer_core.security import redact, scrub
-from producer_core.transport import Cluster
+from producer_core.transport import ensure_topics
 from producer_core.workload import TopicSpec, Workload
 
 STATS_INTERVAL_MS = 1000
@@ -540,13 +540,7 @@ async def run_async(
     runner = LibrdkafkaRun(workload, settings, bootstrap, on_progress, deliveries)
     if stop is not None:
         runner.stop = stop
-    cluster = Cluster.for_settings(bootstrap, settings)
-    try:
-        await cluster.connect()
-        for spec in runner.specs:
-            await cluster.ensure_topic(spec.name, spec.partitions)
-    finally:
-        await cluster.close()
+    await ensure_topics(bootstrap, settings, runner.specs)
     try:
         return await asyncio.to_thread(runner.run)
     except asyncio.CancelledError:

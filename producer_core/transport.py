@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -350,3 +350,15 @@ def _describe(exc: BaseException) -> str:
         return f"no answer within {CONNECT_TIMEOUT_S:.0f} s"
     text = str(exc) or type(exc).__name__
     return text.rstrip(".")
+
+
+async def ensure_topics(bootstrap: str, settings: ProducerSettings, specs: Sequence[Any]) -> None:
+    """Create (or check) a run's topics, as the run's settings say, before a client that
+    creates no topics itself (librdkafka, the Java producer) starts producing."""
+    cluster = Cluster.for_settings(bootstrap, settings)
+    try:
+        await cluster.connect()
+        for spec in specs:
+            await cluster.ensure_topic(spec.name, spec.partitions)
+    finally:
+        await cluster.close()

@@ -40,7 +40,7 @@ from producer_core.metrics import ClientCounts, RequestRecord, Results, RunMetri
 from producer_core.run_checks import check_message_fits, run_warnings
 from producer_core.run_types import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
 from producer_core.security import redact, scrub
-from producer_core.transport import Cluster
+from producer_core.transport import ensure_topics
 from producer_core.workload import Workload
 
 HELLO_TIMEOUT_S = 60.0
@@ -387,13 +387,7 @@ async def run_async(
     runner = KafkaJavaRun(workload, settings, bootstrap, driver, on_progress, deliveries)
     if stop is not None:
         runner.stop = stop
-    cluster = Cluster.for_settings(bootstrap, settings)
-    try:
-        await cluster.connect()
-        for spec in runner.specs:
-            await cluster.ensure_topic(spec.name, spec.partitions)
-    finally:
-        await cluster.close()
+    await ensure_topics(bootstrap, settings, runner.specs)
     try:
         return await asyncio.to_thread(runner.run)
     except asyncio.CancelledError:
