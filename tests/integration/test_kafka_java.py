@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections import Counter
-from dataclasses import replace
 
 import jsonschema
 import pytest
@@ -20,11 +18,10 @@ from producer_core.compare import compare, parse_mode_configs
 from producer_core.config import build_settings
 from producer_core.engine import Delivery, run
 from producer_core.kafka_java.fidelity import PAIRS, check
-from producer_core.partitioner import key_table
 from producer_core.results_io import add_facts, results_schema, validate_document
 from producer_core.workload import Workload
+from tests.client_checks import assert_read_back_where_reported, assert_same_partitions
 from tests.kafka_fixtures import fresh_topic
-from tests.readback import read_all
 
 pytestmark = pytest.mark.broker
 
@@ -61,35 +58,12 @@ def test_kafka_java_counts_match_the_wire_and_every_ack_reads_back(counted_broke
     validate_document(document)
     jsonschema.validate(document, results_schema())
 
-    # every acknowledged message is in the topic once, at the partition and offset the
-    # driver reported, and keys were partitioned as the engine does (Java murmur2)
-    reported = {d.message_ids[0]: (d.partition, d.base_offset) for d in deliveries}
-    assert sorted(reported) == list(range(total))
-    found = asyncio.run(read_all(proxy.address, workload.topic, 12, expected=total))
-    stored = Counter(mid for records in found.values() for _, mid, _ in records)
-    assert set(stored) == set(range(total)) and max(stored.values()) == 1
-    keys, partition_of_key = key_table(40, 12)
-    expected_partition = dict(zip(keys, partition_of_key, strict=True))
-    for partition, records in found.items():
-        for offset, message_id, key in records:
-            assert reported[message_id] == (partition, offset)
-            assert expected_partition[key] == partition
+    assert_read_back_where_reported(proxy.address, workload.topic, 12, 40, total, deliveries)
 
 
 def test_kafka_java_sends_the_engines_messages_to_the_same_partitions(broker_bootstrap):
-    bootstrap = broker_bootstrap.bootstrap
-    base = Workload(topic="same", partitions=6, rate=4000, messages=800, duration_s=None,
-                    keys=25, message_size=40)
-    stored = {}
-    for mode in ("java", "kafka-java"):
-        workload = replace(base, topic=fresh_topic(f"same-{mode}"))
-        results = run(workload, build_settings(mode=mode), mode, bootstrap)
-        assert results.metrics.messages_acked == 800
-        found = asyncio.run(read_all(bootstrap, workload.topic, 6, expected=800))
-        stored[mode] = {mid: (partition, key)
-                        for partition, records in found.items() for _, mid, key in records}
-    assert len(stored["java"]) == 800
-    assert stored["kafka-java"] == stored["java"]
+    assert_same_partitions(broker_bootstrap.bootstrap, "java", "kafka-java")
+
 
 
 ATTEMPTS = 3
