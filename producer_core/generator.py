@@ -97,8 +97,8 @@ class Generator:
         counts = []
         for topic in self.topics:
             schedule = topic.schedule
-            if isinstance(schedule, Unthrottled):
-                due = CHUNK if elapsed < self.horizon else 0
+            if isinstance(schedule, Unthrottled):  # due at once, from the run's start on
+                due = CHUNK if 0.0 <= elapsed < self.horizon else 0
             else:
                 due = schedule.pending(elapsed, CHUNK)
             due = int(min(due, room))
