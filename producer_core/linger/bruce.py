@@ -73,10 +73,10 @@ generator is blocked on ``buffer.memory`` every batch completes too (reason ``me
 the producer never waits on a threshold that the memory it has cannot reach (Bruce would
 discard instead).
 
-Retried batches go to their broker's sender at once (reason ``retry``). Every `RequestPlan`
-carries ``extra = {"batches", "carried_over"}``: how many completed batches the request
-combines, and 1 if it carries something an earlier request left over. `stats()` summarises
-the completed batches and the requests. Pure: no clock and no I/O.
+Retried batches go to their broker's sender at once (reason ``retry``). `stats()`
+summarises the completed batches and the requests (how many completed batches each
+combines, how many carry something an earlier request left over). Pure: no clock and no
+I/O.
 """
 
 from __future__ import annotations
@@ -97,7 +97,13 @@ from producer_core.accumulator import (
 )
 from producer_core.config import BRUCE_TOPIC_PREFIX, ProducerSettings, bruce_topic_key
 from producer_core.errors import ConfigError
-from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan, summarize
+from producer_core.linger.base import (
+    LingerPolicy,
+    PollContext,
+    RequestLimits,
+    RequestPlan,
+    summarize,
+)
 from producer_core.workload import TopicSpec
 
 REASONS = ("flush", "memory", "max_messages", "max_bytes", "max_delay")
@@ -232,6 +238,7 @@ class BrucePolicy(LingerPolicy):
     partition choice for keyless messages, per-topic rate limits."""
 
     name = "bruce"
+    stats_key = "policy"
 
     def __init__(
         self,
@@ -398,7 +405,8 @@ class BrucePolicy(LingerPolicy):
         return admitted
 
     def keyless_slots(
-        self, topic_index: int, first_slot: int, partitions: int, sequences: range
+        self, topic_index: int, first_slot: int, partitions: int, sequences: range,
+        now: float,
     ) -> list[int] | None:
         """Every keyless message goes to the partition currently chosen for its topic on
         its broker (see the module docstring)."""
@@ -537,9 +545,7 @@ class BrucePolicy(LingerPolicy):
             self._combining_requests += 1
         if carried:
             self._carry_requests += 1
-        reason = completions[min(completions)]
-        extra = {"batches": float(len(completions)), "carried_over": float(carried)}
-        return RequestPlan(broker, batches, reason, extra)
+        return RequestPlan(broker, batches, completions[min(completions)])
 
     def _forget(self, broker: int, slot: int) -> None:
         self._ready[broker].pop(slot, None)
@@ -547,7 +553,9 @@ class BrucePolicy(LingerPolicy):
         self._carried.discard(slot)
         self._parked[self._topic_of[slot]].discard(slot)
 
-    def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
+    def poll(self, now: float, context: PollContext) -> list[RequestPlan]:
+        self.context = context
+        free_slots = context.free_slots
         self._look_at_parked()
         inflow = self._inflow()
         due = []
