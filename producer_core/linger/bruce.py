@@ -27,14 +27,15 @@ may be overshot by the messages of one pass (a handful at the rates kbatch runs)
 batch's reason) the batch is complete: each of its slots' open record batch is closed, so
 messages appended from then on start the next batch, and the slots queue for their
 broker's sender in completion order. While a broker has a free request slot
-(``max.in.flight.requests.per.connection``, `poll`'s ``free_slots``) its sender combines
-everything queued (several completed batches, of any topics) into the next ProduceRequest,
-oldest completion first, up to ``max.request.size`` (and ``produce.request.max.partitions``)
-with `drain_request`; what does not fit is left, in order, for the next request, built at
-once if another request slot is free. The unit of that split is a partition's record batch
-(Bruce may split a batch's messages anywhere). A partition's record batch may grow up to
-``max.request.size``, because Bruce's message sets have no other bound than the request's:
-the policy raises the accumulator's batch size to that, and ``batch.size`` does not apply.
+(``max.in.flight.requests.per.connection``, the poll context's ``free_slots``) its sender
+combines everything queued (several completed batches, of any topics) into the next
+ProduceRequest, oldest completion first, up to ``max.request.size`` (and
+``produce.request.max.partitions``) with `drain_request`; what does not fit is left, in
+order, for the next request, built at once if another request slot is free. The unit of
+that split is a partition's record batch (Bruce may split a batch's messages anywhere). A
+partition's record batch may grow up to ``max.request.size``, because Bruce's message sets
+have no other bound than the request's: the policy raises the accumulator's batch size to
+that, and ``batch.size`` does not apply.
 If a partition has queued two completed record batches (a batch completed again while the
 sender waited for a request slot) they go in consecutive requests, one per request.
 
