@@ -89,16 +89,21 @@ class _Recorder:
 
         def make_policy(*args: Any, **kwargs: Any) -> Any:
             policy = original(*args, **kwargs)
-            begin, acknowledged = policy.begin, policy.on_acknowledged
+            # the hooks are opt-in capabilities (linger/base.py): the wrappers give every
+            # policy both, and call the policy's own only where it has one
+            begin = getattr(policy, "begin", None)
+            acknowledged = getattr(policy, "on_acknowledged", None)
 
             def on_begin(start: float) -> None:
                 recorder.start = start
-                begin(start)
+                if begin is not None:
+                    begin(start)
 
             def on_acknowledged(broker: int, latencies: Any, now: float) -> None:
                 lat = np.asarray(latencies, dtype=np.float64)
                 recorder.chunks.append(np.stack([now - lat - recorder.start, lat], axis=1))
-                acknowledged(broker, latencies, now)
+                if acknowledged is not None:
+                    acknowledged(broker, latencies, now)
 
             policy.begin = on_begin
             policy.on_acknowledged = on_acknowledged

@@ -18,6 +18,7 @@ from producer_core.modes import (  # declared there; MODES and COLLECTOR_MODES i
     MODES,
     PASSTHROUGH_MODES,
 )
+from producer_core.modes import mode as mode_spec
 from producer_core.partitioners import PARTITIONERS
 from producer_core.security import PLAINTEXT, SECURITY_KEYS, SecurityConfig, build_security, redact
 from producer_core.topic_creation import DEFAULT_CREATION, TopicCreation
@@ -45,10 +46,6 @@ a name kbatch does not know is a librdkafka property and is passed on as given."
 
 LIBRDKAFKA_OWN = frozenset({"max.block.ms", "partitioner", "sticky.partitioning.linger.ms"})
 
-LINGER_MS_IGNORED = (
-    "linger.ms is ignored in mode broker; use broker.linger.ms "
-    "(deprecated per the broker-level linger design)"
-)
 BRUCE_IGNORED = (
     "{key} is ignored in mode bruce: batches complete on Bruce's per-topic or combined "
     "thresholds (bruce.combined.*, bruce.topic.<name>.*), and a partition's record batch "
@@ -376,6 +373,7 @@ def build_settings(
     """
     if mode not in MODES:
         raise ConfigError(f"Unknown mode {mode!r}. Allowed modes: {', '.join(MODES)}.")
+    spec_of_mode = mode_spec(mode)
     items = assignments.items() if isinstance(assignments, Mapping) else assignments
     values = {name: spec.default for name, spec in SETTINGS.items()}
     explicit: set[str] = set()
@@ -405,15 +403,10 @@ def build_settings(
     warnings: list[str] = []
     _check_transactions(explicit, values, mode)
     _check_idempotence(explicit, values, warnings)
-    if mode == "broker" and "linger.ms" in explicit:
-        warnings.append(LINGER_MS_IGNORED)
-    if mode == "bruce":
-        _check_bruce(explicit, values, warnings)
-    elif any(k.startswith("bruce.") for k in explicit):
+    warnings.extend(why for key, why in spec_of_mode.ignores if key in explicit)
+    if (not any(k.startswith("bruce.") for k in spec_of_mode.reads)
+            and any(k.startswith("bruce.") for k in explicit)):
         warnings.append(f"the bruce.* settings apply to mode bruce only; ignored in mode {mode}")
-    if mode in ("adaptive", "aimd") and "linger.ms" in explicit:
-        warnings.append(f"linger.ms is ignored in mode {mode}: its collection window "
-                        f"{'adapts to the load' if mode == 'adaptive' else 'is aimd.linger.*'}")
     if values["aimd.linger.min.ms"] > values["aimd.linger.max.ms"]:
         raise ConfigError(
             f"aimd.linger.min.ms={values['aimd.linger.min.ms']} is larger than "
@@ -427,28 +420,20 @@ def build_settings(
         )
     security = build_security(client)
     warnings.extend(security.warnings)
-    if mode == "kafka-java":
-        from producer_core.kafka_java.settings import check_settings
-        check_settings(explicit)
-    if mode == "librdkafka":
-        _check_librdkafka(explicit, values)
+    check = spec_of_mode.load_check()
+    if check is not None:  # the mode's own settings (modes.py names the check)
+        check(explicit, values, warnings)
+    if spec_of_mode.passthrough:
         _check_passthrough(explicit, passthrough)
-    elif "batch.num.messages" in explicit:
+    if "batch.num.messages" in explicit and "batch.num.messages" not in spec_of_mode.reads:
         warnings.append(f"batch.num.messages applies to mode librdkafka only; ignored in mode "
                         f"{mode}")
-    if mode == "java" and values["batch.size"] > values["buffer.memory"]:
-        raise ConfigError(
-            f"batch.size={values['batch.size']} is larger than "
-            f"buffer.memory={values['buffer.memory']}: in mode java every batch holds "
-            "batch.size bytes of buffer.memory, so no batch could ever be allocated. Lower "
-            "batch.size or raise buffer.memory."
-        )
     settings = ProducerSettings(
         values=values, explicit=frozenset(explicit), warnings=tuple(warnings),
         security=security, client_properties=tuple(client.items()),
         librdkafka_properties=tuple(passthrough.items()),
     )
-    if mode == "librdkafka" and (passthrough or client):
+    if spec_of_mode.passthrough and (passthrough or client):
         from producer_core.librdkafka_engine import check_config
 
         check_config(settings)
@@ -497,9 +482,9 @@ def _check_transactions(explicit: set[str], values: dict[str, Any], mode: str) -
         if others:
             raise ConfigError(f"{', '.join(others)} needs -X transactional.id=ID.")
         return
-    if mode == "librdkafka":
-        raise ConfigError("transactional.id is not supported in mode librdkafka (kbatch "
-                          "drives librdkafka without transactions); use another mode.")
+    if not mode_spec(mode).transactions:
+        raise ConfigError(f"transactional.id is not supported in mode {mode} (kbatch "
+                          f"drives {mode} without transactions); use another mode.")
     if values["enable.idempotence"] != "true":
         raise ConfigError("transactional.id needs idempotence; drop "
                           "-X enable.idempotence=false.")
@@ -542,7 +527,20 @@ def _bruce_topic_spec(key: str) -> SettingSpec:
                        modes=spec.modes)
 
 
-def _check_bruce(explicit: set[str], values: Mapping[str, Any], warnings: list[str]) -> None:
+def check_java(explicit: set[str], values: Mapping[str, Any], warnings: list[str]) -> None:
+    """Mode java: every batch holds batch.size of buffer.memory (Java's BufferPool)."""
+    if values["batch.size"] > values["buffer.memory"]:
+        raise ConfigError(
+            f"batch.size={values['batch.size']} is larger than "
+            f"buffer.memory={values['buffer.memory']}: in mode java every batch holds "
+            "batch.size bytes of buffer.memory, so no batch could ever be allocated. Lower "
+            "batch.size or raise buffer.memory."
+        )
+
+
+def check_bruce(explicit: set[str], values: Mapping[str, Any], warnings: list[str]) -> None:
+    """Mode bruce: the combined batch needs a threshold; linger.ms and batch.size do not
+    apply."""
     combined = [f"bruce.combined.{k}" for k in ("max.delay.ms", "max.bytes", "max.messages")]
     if all(values[k] < 0 for k in combined):
         raise ConfigError(
@@ -554,8 +552,10 @@ def _check_bruce(explicit: set[str], values: Mapping[str, Any], warnings: list[s
             warnings.append(BRUCE_IGNORED.format(key=key))
 
 
-def _check_librdkafka(explicit: set[str], values: Mapping[str, Any]) -> None:
-    """Refuse settings librdkafka does not have, rather than silently not applying them."""
+def check_librdkafka(explicit: set[str], values: Mapping[str, Any],
+                     warnings: list[str]) -> None:
+    """Mode librdkafka: refuse settings librdkafka does not have, rather than silently not
+    applying them."""
     refused = sorted(k for k in explicit if k not in LIBRDKAFKA_NAMES and k not in LIBRDKAFKA_OWN)
     if refused:
         accepted = ", ".join(sorted([*LIBRDKAFKA_NAMES, *LIBRDKAFKA_OWN]))

@@ -26,6 +26,7 @@ from producer_core.errors import BrokerError
 from producer_core.generator import Generator
 from producer_core.intervals import IntervalRecorder, engine_live
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
+from producer_core.linger.base import LatencyFeedback, PollContext, Reporting, RunStart
 from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.message_source import run_target_rate
 from producer_core.metrics import RequestRecord, Results, RunMetrics
@@ -97,6 +98,10 @@ class Engine:
         """The id ProduceRequests carry (a share of a distributed run adds its index)."""
         self._fatal_error: BrokerError | None = None
         self._txn_deliveries_from = 0
+        # what the policy reads at each poll (`PollContext`), kept between polls
+        self._flushing = False
+        self._memory_exhausted = False
+        self._backlog: float | None = None
 
     # ----------------------------------------------------------------- setup
     async def _setup(self) -> None:
@@ -122,6 +127,8 @@ class Engine:
         self.policy: LingerPolicy = make_policy(
             self.mode, self.accumulator, self.leaders, self.settings, specs
         )
+        self._on_acknowledged = (self.policy.on_acknowledged
+                                 if isinstance(self.policy, LatencyFeedback) else None)
         self.generator = Generator(self.workload, first_slots, self.accumulator, self.policy,
                                    self.metrics, Partitioning.from_settings(self.settings))
         self.slot_metrics = [self.metrics.topics[tp.topic] for tp in self.slots]
@@ -162,7 +169,8 @@ class Engine:
                 await asyncio.sleep(max(0.0, self.start - self.loop.time()))
             self._warmup_until = self.start + self.workload.warmup_s
             self.generator.begin(self.start)
-            self.policy.begin(self.start)
+            if isinstance(self.policy, RunStart):
+                self.policy.begin(self.start)
             if self.txn is not None:
                 self.txn.begin(self.start)
             self._intended = self.generator.intended_total()
@@ -178,7 +186,7 @@ class Engine:
             if self.txn is not None and not self._stopping:
                 await self._end_transaction()
             else:
-                self.policy.start_flush()
+                self._flushing = True
                 await self._drain_everything()
             if self._stopping:
                 await self._interrupt()
@@ -209,7 +217,7 @@ class Engine:
                     generator.skip(failed, now, "max.block.ms")
             elif due > 0:
                 blocked_gen.release(now)
-            self.policy.set_memory_exhausted(exhausted)
+            self._memory_exhausted = exhausted
             if due > 0 and not exhausted:
                 generator.generate(now)
             if self.txn is not None:
@@ -219,8 +227,8 @@ class Engine:
                     await self._end_transaction()
                     continue
             # the oldest message not appended yet; with an unthrottled topic one always is
-            self.policy.set_backlog(-math.inf if generator.unthrottled else generator.next_due())
-            self._dispatch(self.policy.poll(now, self._free_slots()))
+            self._backlog = -math.inf if generator.unthrottled else generator.next_due()
+            self._dispatch(self._poll(now))
             if generator.finished(now):
                 blocked_gen.release(now)
                 return
@@ -260,7 +268,7 @@ class Engine:
             if self.txn is not None:
                 self._check_fatal()
                 self._track_partitions()
-            self._dispatch(self.policy.poll(now, self._free_slots()))
+            self._dispatch(self._poll(now))
             if self.accumulator.empty and self.sender.pending == 0:
                 return
             await self._sleep_until(
@@ -310,8 +318,11 @@ class Engine:
     def _wake(self) -> None:
         self._wake_event.set()
 
-    def _free_slots(self) -> dict[int, int]:
-        return self.sender.free_slots(self._brokers)
+    def _poll(self, now: float) -> list[RequestPlan]:
+        """Ask the policy what to send now, with the engine's state it may read."""
+        return self.policy.poll(now, PollContext(
+            self.sender.free_slots(self._brokers), self._backlog, self._memory_exhausted,
+            self._flushing))
 
     def _spawn(self, coroutine: Any) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coroutine)
@@ -537,7 +548,7 @@ class Engine:
         now = self.loop.time()
         txn.start_end(now)
         requests_before = len(self.metrics.requests)
-        self.policy.start_flush()
+        self._flushing = True
         await self._drain_everything()
         self._check_fatal()
         if self._stopping:
@@ -545,7 +556,7 @@ class Engine:
         while txn.adding:  # an AddPartitionsToTxn still in flight must finish first
             await self._sleep_until(self.loop.time() + 0.01)
             self._check_fatal()
-        self.policy.flushing = False
+        self._flushing = False
         flushed = self.loop.time()
         txn.on_flushed(flushed, len(self.metrics.requests) - requests_before)
         commit = txn.commits()
@@ -596,7 +607,7 @@ class Engine:
             by_topic.setdefault(id(topic), []).append(
                 np.frombuffer(batch.intended, dtype=np.float64))
         topics = {id(self.slot_metrics[b.slot]): self.slot_metrics[b.slot] for b, _ in acknowledged}
-        all_latencies = []
+        all_latencies = []  # for a policy that steers by latency
         for key, arrays in by_topic.items():
             intended = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
             if self.workload.warmup_s:
@@ -605,9 +616,9 @@ class Engine:
             self.metrics.latency.record_seconds(latencies)
             topics[key].latency.record_seconds(latencies)
             all_latencies.append(latencies)
-        self.policy.on_acknowledged(
-            broker, np.concatenate(all_latencies) if len(all_latencies) > 1
-            else all_latencies[0], now)
+        if self._on_acknowledged is not None:
+            self._on_acknowledged(broker, np.concatenate(all_latencies)
+                                  if len(all_latencies) > 1 else all_latencies[0], now)
         for batch, offset in acknowledged:
             self.metrics.messages_acked += batch.record_count
             if self.txn is not None:
@@ -671,8 +682,10 @@ class Engine:
             "enabled": self.settings.idempotent, "producer_id": state.producer_id,
             "producer_epoch": state.epoch, "epoch_bumps": state.epoch_bumps,
         }
-        collector = self.policy.stats()
-        extra["json"] = {self.policy.stats_key: collector} if collector else {}
+        policy = self.policy
+        extra["json"] = {}
+        if isinstance(policy, Reporting) and (collector := policy.stats()):
+            extra["json"] = {policy.stats_key: collector}
         if self.txn is not None:
             extra["json"]["transactions"] = self.txn.as_dict(self.coordinator.sent)
         duration = max(end - self.start, 1e-9)

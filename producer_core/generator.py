@@ -3,7 +3,9 @@
 Each topic has its schedule (when each message is intended), its message source (key,
 value, partition) and a contiguous range of accumulator slots. A pass appends every
 message that is due (at most `CHUNK` per topic), tells the policy about slots that became
-non-empty or filled a batch, and records the generator's lag. Message ids are
+non-empty or filled a batch, and records the generator's lag. A policy with the
+`Admission` capability (mode bruce) also decides how many messages are admitted and where
+keyless ones go; the generator checks that once, not per message. Message ids are
 `topic index << 40 | sequence`, so a reader can tell every message of a run apart.
 """
 
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from producer_core.accumulator import BATCH_FILLED, Accumulator
-from producer_core.linger import LingerPolicy
+from producer_core.linger.base import Admission, AppendListener
 from producer_core.message_source import TopicSource, make_schedule, scheduled_total
 from producer_core.metrics import RunMetrics, TopicMetrics
 from producer_core.partitioners import Partitioning
@@ -45,11 +47,12 @@ class Generator:
     """Appends what the schedules say is due; pure apart from the wall-clock timestamp."""
 
     def __init__(self, workload: Workload, first_slots: list[int], accumulator: Accumulator,
-                 policy: LingerPolicy, metrics: RunMetrics,
+                 policy: AppendListener, metrics: RunMetrics,
                  partitioning: Partitioning | None = None) -> None:
         self.workload = workload
         self.accumulator = accumulator
         self.policy = policy
+        self._admission = policy if isinstance(policy, Admission) else None
         self.metrics = metrics
         self.start = 0.0
         self.warmup_until = 0.0
@@ -146,7 +149,8 @@ class Generator:
         source = topic.source
         seqs = range(topic.sequence, topic.sequence + count)
         topic.sequence += count
-        admitted = self.policy.admit(topic.index, count, now)
+        admitted = count if self._admission is None else self._admission.admit(
+            topic.index, count, now)
         if admitted < count:
             self.metrics.discard(topic.spec.name, count - admitted,
                                  f"rate_limit ({topic.spec.name})")
@@ -165,7 +169,8 @@ class Generator:
         partitioner = topic.partitioner
         if key_indexes is None:
             keys = None
-            slots = self.policy.keyless_slots(topic.index, first, topic.spec.partitions, seqs)
+            slots = None if self._admission is None else self._admission.keyless_slots(
+                topic.index, first, topic.spec.partitions, seqs, now)
             if slots is None:
                 chooser = partitioner.keyless
                 if chooser is None:  # round_robin: the hot path
@@ -224,15 +229,9 @@ class Generator:
 
 
 class ClientBatching:
-    """The generator's policy hooks when a real client (librdkafka, the Java producer)
-    batches and sends by itself: admit everything, no late partition choice, no events."""
-
-    def admit(self, topic_index: int, count: int, now: float) -> int:
-        return count
-
-    def keyless_slots(self, topic_index: int, first_slot: int, partitions: int,
-                      sequences: range) -> list[int] | None:
-        return None
+    """The generator's policy hook when a real client (librdkafka, the Java producer)
+    batches and sends by itself: no events (and, without `Admission`, every message is
+    admitted and keyless ones follow the partitioner)."""
 
     def on_append(self, slot: int, event: int, now: float) -> None:
         pass

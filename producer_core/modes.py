@@ -25,7 +25,11 @@ class ModeSpec:
     self-windowed modes the window's upper bound; None: the mode has no window). `reads`:
     the settings that apply to this mode only or to a few modes (not the common ones).
     `request_log`: the run logs each Produce request (librdkafka reports totals only).
-    `passthrough`: a property kbatch does not know goes to the client as given."""
+    `passthrough`: a property kbatch does not know goes to the client as given.
+    `ignores`: (setting, why) for settings that exist but this mode does not apply; given
+    explicitly, each gets its warning. `check`: the mode's own check of its settings,
+    "module:function" taking `(explicit, values, warnings)` and raising ConfigError.
+    `transactions`: the mode can run with ``transactional.id``."""
 
     name: str
     help: str
@@ -37,6 +41,9 @@ class ModeSpec:
     reads: tuple[str, ...] = ()
     request_log: bool = True
     passthrough: bool = False
+    ignores: tuple[tuple[str, str], ...] = ()
+    check: str | None = None
+    transactions: bool = True
 
     def __post_init__(self) -> None:
         if (self.policy is None) == (self.driver is None):
@@ -51,6 +58,10 @@ class ModeSpec:
     def load_driver(self) -> Any:
         """The driver's `run_async` (a `run_types.RunDriver`), or None for the engine."""
         return None if self.driver is None else _load(self.driver)
+
+    def load_check(self) -> Any:
+        """The mode's settings check (see `check`), or None."""
+        return None if self.check is None else _load(self.check)
 
 
 def _load(reference: str) -> Any:
@@ -74,28 +85,36 @@ REGISTRY: tuple[ModeSpec, ...] = (
     ModeSpec("broker", "broker-level collector (broker.linger.ms)",
              policy="producer_core.linger.broker:broker_policy", collector=True,
              window="broker.linger.ms", sweep_window="broker.linger.ms",
-             reads=("broker.linger.ms", *_COLLECTOR)),
+             reads=("broker.linger.ms", *_COLLECTOR),
+             ignores=(("linger.ms", "linger.ms is ignored in mode broker; use broker.linger.ms "
+                       "(deprecated per the broker-level linger design)"),)),
     ModeSpec("java", "the Java producer, a broker is ready when any of its partitions is "
              "and then sends all of them", policy="producer_core.linger.java:java_policy",
-             reads=("linger.ms",)),
+             reads=("linger.ms",), check="producer_core.config:check_java"),
     ModeSpec("bruce", "Bruce's per-topic and combined batches, late partition choice and "
              "rate limits (bruce.*)", policy="producer_core.linger.bruce:bruce_policy",
              window="bruce.combined.max.delay.ms",
-             sweep_window="bruce.combined.max.delay.ms", reads=_BRUCE),
+             sweep_window="bruce.combined.max.delay.ms", reads=_BRUCE,
+             check="producer_core.config:check_bruce"),
     ModeSpec("librdkafka", "the real client (confluent-kafka) on the same workload",
              driver="producer_core.librdkafka_engine:run_async",
-             reads=("linger.ms", "batch.num.messages"), request_log=False, passthrough=True),
+             reads=("linger.ms", "batch.num.messages"), request_log=False, passthrough=True,
+             check="producer_core.config:check_librdkafka", transactions=False),
     ModeSpec("adaptive", "KIP-1224's adaptive linger, a broker's collection is flushed "
              "behind the work pending in the engine",
              policy="producer_core.linger.adaptive:adaptive_policy", collector=True,
              window=None, sweep_window="adaptive.linger.max.ms",
-             reads=("adaptive.linger.max.ms", *_COLLECTOR)),
+             reads=("adaptive.linger.max.ms", *_COLLECTOR),
+             ignores=(("linger.ms", "linger.ms is ignored in mode adaptive: its collection "
+                       "window adapts to the load"),)),
     ModeSpec("aimd", "broker-level collector whose window adapts per broker (aimd.*)",
              policy="producer_core.linger.aimd:aimd_policy", collector=True,
-             window=None, sweep_window="aimd.linger.max.ms", reads=(*_AIMD, *_COLLECTOR)),
+             window=None, sweep_window="aimd.linger.max.ms", reads=(*_AIMD, *_COLLECTOR),
+             ignores=(("linger.ms", "linger.ms is ignored in mode aimd: its collection "
+                       "window is aimd.linger.*"),)),
     ModeSpec("kafka-java", "Apache Kafka's Java producer (kafka-clients, needs a JDK) on "
              "the same workload", driver="producer_core.kafka_java.run:run_async",
-             reads=("linger.ms",)),
+             reads=("linger.ms",), check="producer_core.kafka_java.settings:check_mode"),
 )
 """Every mode, in the order `--mode` lists them (charts colour modes by this order)."""
 

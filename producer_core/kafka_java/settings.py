@@ -22,6 +22,11 @@ JAVA_NAMES = (
 """kbatch settings that are KafkaProducer properties of the same name and meaning."""
 
 
+def check_mode(explicit: Iterable[str], values: object, warnings: list[str]) -> None:
+    """Mode kafka-java's settings check (`producer_core.modes`)."""
+    check_settings(explicit)
+
+
 def check_settings(explicit: Iterable[str]) -> None:
     """Refuse settings the Java producer has no equivalent of, rather than ignore them."""
     from producer_core.config import SETTINGS

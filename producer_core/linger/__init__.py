@@ -1,4 +1,5 @@
-"""Linger modes: one module per mode, each a pure policy (see `base.LingerPolicy`).
+"""Linger modes: one module per mode, each a pure policy (see `base.LingerPolicy`; the
+collector modes broker, adaptive and aimd share `collector.CollectorPolicy`).
 
 Which module builds which mode's policy is declared in `producer_core.modes`.
 """
@@ -9,11 +10,11 @@ from collections.abc import Sequence
 
 from producer_core.accumulator import Accumulator
 from producer_core.config import ProducerSettings
-from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+from producer_core.linger.base import LingerPolicy, PollContext, RequestLimits, RequestPlan
 from producer_core.modes import mode as mode_spec
 from producer_core.workload import TopicSpec
 
-__all__ = ["LingerPolicy", "RequestLimits", "RequestPlan", "make_policy"]
+__all__ = ["LingerPolicy", "PollContext", "RequestLimits", "RequestPlan", "make_policy"]
 
 
 def make_policy(

@@ -8,10 +8,12 @@ about to exceed ``max.message.bytes`` is written early. Batches are numbered, so
 left over from a batch that was already written does nothing.
 
 kbatch's producer has one broker-level collection per broker (the collector of mode
-`broker`, whose caps, in-flight handling, send splitting and metrics this mode shares);
-only *when* a collection is sent differs. When a broker's collection goes from empty to
-non-empty (the first partition joins it), no timer is armed: a **flush ticket** carrying
-the collection's number is queued behind the work pending in the engine at that moment.
+`broker`, `producer_core.linger.collector`, whose caps, in-flight handling, send splitting
+and metrics this mode shares); only *when* a collection is sent differs: the queued flush
+and the wait cap take the place of the window in the trigger chain. When a broker's
+collection goes from empty to non-empty (the first partition joins it), no timer is armed:
+a **flush ticket** carrying the collection's number is queued behind the work pending in
+the engine at that moment.
 
 **What "pending work" is in kbatch's event loop.** One asyncio loop runs the generator and
 every response callback. The generator works in passes: a pass appends every message due
@@ -24,7 +26,7 @@ retries and wake the generator, whose next `poll` follows them. A ticket queued 
    before the `poll` that ends it;
 2. every message already due at *t* that the pass could not take: before each `poll` the
    engine reports the intended send time of the oldest message not appended yet
-   (`set_backlog`); while it is <= *t* the ticket waits, and the next passes append those
+   (`PollContext.backlog`); while it is <= *t* the ticket waits, and the next passes append those
    messages into the collection. Messages due after *t* arrived behind the flush and go
    to the next collection. With an unthrottled topic (``--rate max``) a message is always
    waiting (the engine reports -inf): tickets never get ahead of the generator, and
@@ -71,7 +73,7 @@ Pure: no clock and no I/O; time comes in as arguments (seconds).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from producer_core.accumulator import (
@@ -79,8 +81,15 @@ from producer_core.accumulator import (
     REQUEST_OVERHEAD_BYTES,
     Accumulator,
 )
-from producer_core.linger.base import RequestLimits, RequestPlan
-from producer_core.linger.broker import BrokerLinger, _Collector
+from producer_core.linger.base import PollContext, RequestLimits, RequestPlan
+from producer_core.linger.collector import (
+    Collector,
+    CollectorPolicy,
+    Flush,
+    Retry,
+    Trigger,
+    caps,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -94,7 +103,35 @@ REASONS = ("flush", "max_partitions", "max_bytes", "queued_flush", "slot_freed",
 request slot)."""
 
 
-class AdaptiveLinger(BrokerLinger):
+class QueuedFlush(Trigger):
+    """``queued_flush``: the collection's flush ticket ran (``slot_freed`` when the send
+    then had to wait for a request slot)."""
+
+    def reason(self, policy: CollectorPolicy, collector: Collector, now: float) -> str | None:
+        assert isinstance(policy, AdaptiveLinger)
+        if not policy.flush_requested(collector):
+            return None
+        return "slot_freed" if collector.due_since is not None else "queued_flush"
+
+    def wake(self, policy: CollectorPolicy, collector: Collector) -> float | None:
+        assert isinstance(policy, AdaptiveLinger)
+        return collector.first_add if policy.flush_requested(collector) else None
+
+
+@dataclass(frozen=True)
+class MaxWait(Trigger):
+    """``linger_max``: ``adaptive.linger.max.ms`` since the collection started."""
+
+    max_wait_s: float
+
+    def reason(self, policy: CollectorPolicy, collector: Collector, now: float) -> str | None:
+        return "linger_max" if now >= collector.first_add + self.max_wait_s else None
+
+    def wake(self, policy: CollectorPolicy, collector: Collector) -> float | None:
+        return collector.first_add + self.max_wait_s
+
+
+class AdaptiveLinger(CollectorPolicy):
     """Mode `adaptive`: per-broker collections flushed behind the work pending in the engine."""
 
     name = "adaptive"
@@ -110,8 +147,7 @@ class AdaptiveLinger(BrokerLinger):
         max_bytes: int | None = None,
     ) -> None:
         request_cap = max_bytes is None
-        super().__init__(accumulator, leaders, limits, linger_s=float("inf"),
-                         max_partitions=max_partitions,
+        super().__init__(accumulator, leaders, limits, max_partitions=max_partitions,
                          max_bytes=limits.max_request_size if request_cap else max_bytes or -1)
         self.request_cap = request_cap
         """The size cap is one full request: a cap send is that one request."""
@@ -122,29 +158,22 @@ class AdaptiveLinger(BrokerLinger):
         """Broker -> number of its current (or last) collection."""
         self._flush_ran: dict[int, int] = {}
         """Broker -> number of the last collection whose flush ticket ran."""
-        self._backlog: float | None = None
         self._now = 0.0
         self.tickets_queued = 0
         self.flushes_run = 0
         self.stale_flushes = 0
 
-    # ------------------------------------------------------------------ tickets
-    def _add(self, slot: int, now: float) -> _Collector:
-        """Collect a slot; a collection that starts gets a number and a flush ticket."""
-        current = self._collectors.get(self.leaders[slot])
-        starting = current is None or not current.slots
-        collector = super()._add(slot, now)
-        if starting:
-            self._start_collection(collector.broker, now)
-        return collector
+    def triggers(self) -> list[Trigger]:
+        wait = [] if self.max_wait_s is None else [MaxWait(self.max_wait_s)]
+        return [Flush(), *caps(self.max_partitions, self.max_bytes), QueuedFlush(), *wait,
+                Retry()]
 
-    def _start_collection(self, broker: int, now: float) -> None:
+    # ------------------------------------------------------------------ tickets
+    def collection_started(self, broker: int, now: float) -> None:
+        """A collection that starts gets a number and a flush ticket."""
         number = self._numbers[broker] = self._numbers.get(broker, 0) + 1
         self._tickets.append((now, broker, number))
         self.tickets_queued += 1
-
-    def set_backlog(self, oldest_due: float | None) -> None:
-        self._backlog = oldest_due
 
     def _waits_for_backlog(self, queued_at: float) -> bool:
         """Messages due by `queued_at` are not all appended yet: they are ahead of it.
@@ -152,7 +181,7 @@ class AdaptiveLinger(BrokerLinger):
         Not while flushing (nothing more comes) nor while the generator waits for buffer
         memory (those messages cannot be appended until something is sent).
         """
-        backlog = self._backlog
+        backlog = self.context.backlog
         return (backlog is not None and backlog <= queued_at and not self.flushing
                 and not self.memory_exhausted)
 
@@ -190,42 +219,26 @@ class AdaptiveLinger(BrokerLinger):
             return
         for broker, collector in self._collectors.items():
             if collector.slots:
-                self._start_collection(broker, self._now)
+                self.collection_started(broker, self._now)
 
     # ---------------------------------------------------------------- decisions
-    def _flush_requested(self, collector: _Collector) -> bool:
+    def flush_requested(self, collector: Collector) -> bool:
+        """The flush ticket of the collector's current collection ran."""
         broker = collector.broker
         return self._flush_ran.get(broker, -1) == self._numbers.get(broker)
 
-    def _due_reason(self, collector: _Collector | None, now: float) -> str | None:
-        if collector is None or not collector.slots:
-            return None
-        if self.flushing:
-            return "flush"
-        if self.max_partitions is not None and len(collector.slots) >= self.max_partitions:
-            return "max_partitions"
-        if self.max_bytes is not None and self._bytes_reached(collector):
-            return "max_bytes"
-        if self._flush_requested(collector):
-            return "slot_freed" if collector.due_since is not None else "queued_flush"
-        if self.max_wait_s is not None and now >= collector.first_add + self.max_wait_s:
-            return "linger_max"
-        if collector.retry:
-            return "retry"
-        return None
-
-    def _start_send(self, broker: int, collector: _Collector, reason: str, now: float) -> None:
+    def start_send(self, broker: int, collector: Collector, reason: str, now: float) -> None:
         """A send of everything collected, except when a collection reaches the default
         size cap (a full request): then the send is that one request, the head batch of
         each partition that fits, oldest-joined first, and the rest (partitions that do
         not fit, later batches of those that do) starts the next collection at once."""
         if reason != "max_bytes" or not self.request_cap:
-            super()._start_send(broker, collector, reason, now)
+            super().start_send(broker, collector, reason, now)
             return
         fit = self._one_request(collector)
         rest = {slot: joined for slot, joined in collector.slots.items() if slot not in fit}
         collector.slots = {slot: collector.slots[slot] for slot in fit}
-        super()._start_send(broker, collector, reason, now)
+        super().start_send(broker, collector, reason, now)
         send = self._pending.get(broker)
         if send is not None:
             for slot in send.remaining:
@@ -233,11 +246,11 @@ class AdaptiveLinger(BrokerLinger):
         if rest:
             for slot, joined in rest.items():
                 del self._collected[slot]
-                self._add(slot, now)
+                self.add(slot, now)
                 collector.slots[slot] = joined
             collector.first_add = min(rest.values())
 
-    def _one_request(self, collector: _Collector) -> list[int]:
+    def _one_request(self, collector: Collector) -> list[int]:
         """The collected partitions whose head batches fill one request, in joining order
         (as `drain_request` would take them)."""
         accumulator = self.accumulator
@@ -257,10 +270,11 @@ class AdaptiveLinger(BrokerLinger):
             fit.append(slot)
         return fit
 
-    def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
+    def poll(self, now: float, context: PollContext) -> list[RequestPlan]:
+        self.context = context
         self._now = max(self._now, now)
         self._run_tickets()
-        return super().poll(now, free_slots)
+        return super().poll(now, context)
 
     def next_wakeup(self) -> float | None:
         """When to poll again without an event.
@@ -269,27 +283,14 @@ class AdaptiveLinger(BrokerLinger):
         past): the engine polls as soon as its loop has run what is ready. A ticket waiting
         for overdue messages is not: the generator's next pass appends them and polls. A
         collection that is due but waits for a request slot is not either (a response
-        unblocks it). Otherwise the earliest `adaptive.linger.max.ms` deadline.
+        unblocks it). Otherwise the earliest time a trigger holds (`CollectorPolicy`).
         """
-        earliest: float | None = None
         tickets = self._tickets
-        if tickets and not self._waits_for_backlog(tickets[0][0]):
-            earliest = tickets[0][0]
-        for collector in self._collectors.values():
-            if not collector.slots or collector.due_since is not None:
-                continue
-            due_now = self.flushing or collector.retry or self._flush_requested(collector) or (
-                self.max_partitions is not None and len(collector.slots) >= self.max_partitions
-            )
-            if due_now:
-                when = collector.first_add
-            elif self.max_wait_s is not None:
-                when = collector.first_add + self.max_wait_s
-            else:
-                continue
-            if earliest is None or when < earliest:
-                earliest = when
-        return earliest
+        ticket = tickets[0][0] if tickets and not self._waits_for_backlog(tickets[0][0]) else None
+        collections = super().next_wakeup()
+        if ticket is None or (collections is not None and collections < ticket):
+            return collections
+        return ticket
 
     # ------------------------------------------------------------------ metrics
     def stats(self) -> dict[str, object]:

@@ -1,9 +1,10 @@
 """Mode `aimd`: the broker-level collector with a window each broker's controller adapts.
 
 The broker-level linger design's "Adaptive Signals" sketch, made a mode: every broker
-has its own collection window (mode `broker`'s collector, with its caps, in-flight
-handling and send splitting), and an AIMD controller moves it between
-``aimd.linger.min.ms`` and ``aimd.linger.max.ms``, starting at ``aimd.linger.initial.ms``.
+has its own collection window (mode `broker`'s collector, `producer_core.linger.collector`,
+with its trigger chain, caps, in-flight handling and send splitting; no send lead), and an
+AIMD controller moves it between ``aimd.linger.min.ms`` and ``aimd.linger.max.ms``,
+starting at ``aimd.linger.initial.ms``.
 
 **Signals** (each response of a broker, `on_response`):
 
@@ -52,15 +53,23 @@ Pure: no clock and no I/O; time comes in as arguments (seconds).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from producer_core.accumulator import Accumulator
-from producer_core.linger.base import RequestLimits, RequestPlan
-from producer_core.linger.broker import BrokerLinger, _Collector
+from producer_core.linger.base import PollContext, RequestLimits, RequestPlan
+from producer_core.linger.broker import REASONS
+from producer_core.linger.collector import (
+    Collector,
+    CollectorPolicy,
+    Flush,
+    Retry,
+    Trigger,
+    Window,
+    caps,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -97,12 +106,13 @@ class _Control:
     last_p99_s: float | None = None
 
 
-class AimdLinger(BrokerLinger):
+class AimdLinger(CollectorPolicy):
     """Mode `aimd`: one collection window per broker, adapted additively up and
     multiplicatively down from round trips, retries, throttling, busy request slots, or
     a p99 latency target."""
 
     name = "aimd"
+    reasons = REASONS
 
     def __init__(
         self,
@@ -125,8 +135,8 @@ class AimdLinger(BrokerLinger):
     ) -> None:
         if min_s > max_s:
             raise ValueError("min_s must not be larger than max_s")
-        super().__init__(accumulator, leaders, limits, linger_s=initial_s,
-                         max_partitions=max_partitions, max_bytes=max_bytes)
+        super().__init__(accumulator, leaders, limits, max_partitions=max_partitions,
+                         max_bytes=max_bytes)
         self.min_s = min_s
         self.max_s = max_s
         self.initial_s = min(max(initial_s, min_s), max_s)
@@ -140,6 +150,9 @@ class AimdLinger(BrokerLinger):
         self._controls: dict[int, _Control] = {}
         self._start = 0.0
         self._now = 0.0
+
+    def triggers(self) -> list[Trigger]:
+        return [Flush(), *caps(self.max_partitions, self.max_bytes), Window(), Retry()]
 
     # ------------------------------------------------------------------ control
     def begin(self, start: float) -> None:
@@ -155,11 +168,11 @@ class AimdLinger(BrokerLinger):
             control.history.append((self._start, self.initial_s))
         return control
 
-    def window_s(self, broker: int) -> float:
+    def broker_window_s(self, broker: int) -> float:
         """The broker's current collection window."""
         return self._control(broker).window_s
 
-    def _window_s(self, collector: _Collector) -> float:
+    def window_s(self, collector: Collector) -> float:
         return self._control(collector.broker).window_s
 
     def _set_window(self, control: _Control, window: float, now: float) -> None:
@@ -189,9 +202,10 @@ class AimdLinger(BrokerLinger):
             self._set_window(control, window, now)
 
     # ------------------------------------------------------------------- events
-    def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
+    def poll(self, now: float, context: PollContext) -> list[RequestPlan]:
         self._now = max(self._now, now)
-        plans = super().poll(now, free_slots)
+        plans = super().poll(now, context)
+        free_slots = context.free_slots
         # requests in flight per broker: exact after every poll (a broker missing from
         # free_slots has none free), then counted down by responses
         for broker in set(self._collectors) | {plan.broker for plan in plans}:

@@ -27,14 +27,15 @@ may be overshot by the messages of one pass (a handful at the rates kbatch runs)
 batch's reason) the batch is complete: each of its slots' open record batch is closed, so
 messages appended from then on start the next batch, and the slots queue for their
 broker's sender in completion order. While a broker has a free request slot
-(``max.in.flight.requests.per.connection``, `poll`'s ``free_slots``) its sender combines
-everything queued (several completed batches, of any topics) into the next ProduceRequest,
-oldest completion first, up to ``max.request.size`` (and ``produce.request.max.partitions``)
-with `drain_request`; what does not fit is left, in order, for the next request, built at
-once if another request slot is free. The unit of that split is a partition's record batch
-(Bruce may split a batch's messages anywhere). A partition's record batch may grow up to
-``max.request.size``, because Bruce's message sets have no other bound than the request's:
-the policy raises the accumulator's batch size to that, and ``batch.size`` does not apply.
+(``max.in.flight.requests.per.connection``, the poll context's ``free_slots``) its sender
+combines everything queued (several completed batches, of any topics) into the next
+ProduceRequest, oldest completion first, up to ``max.request.size`` (and
+``produce.request.max.partitions``) with `drain_request`; what does not fit is left, in
+order, for the next request, built at once if another request slot is free. The unit of
+that split is a partition's record batch (Bruce may split a batch's messages anywhere). A
+partition's record batch may grow up to ``max.request.size``, because Bruce's message sets
+have no other bound than the request's: the policy raises the accumulator's batch size to
+that, and ``batch.size`` does not apply.
 If a partition has queued two completed record batches (a batch completed again while the
 sender waited for a request slot) they go in consecutive requests, one per request.
 
@@ -73,10 +74,10 @@ generator is blocked on ``buffer.memory`` every batch completes too (reason ``me
 the producer never waits on a threshold that the memory it has cannot reach (Bruce would
 discard instead).
 
-Retried batches go to their broker's sender at once (reason ``retry``). Every `RequestPlan`
-carries ``extra = {"batches", "carried_over"}``: how many completed batches the request
-combines, and 1 if it carries something an earlier request left over. `stats()` summarises
-the completed batches and the requests. Pure: no clock and no I/O.
+Retried batches go to their broker's sender at once (reason ``retry``). `stats()`
+summarises the completed batches and the requests (how many completed batches each
+combines, how many carry something an earlier request left over). Pure: no clock and no
+I/O.
 """
 
 from __future__ import annotations
@@ -97,7 +98,13 @@ from producer_core.accumulator import (
 )
 from producer_core.config import BRUCE_TOPIC_PREFIX, ProducerSettings, bruce_topic_key
 from producer_core.errors import ConfigError
-from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan, summarize
+from producer_core.linger.base import (
+    LingerPolicy,
+    PollContext,
+    RequestLimits,
+    RequestPlan,
+    summarize,
+)
 from producer_core.workload import TopicSpec
 
 REASONS = ("flush", "memory", "max_messages", "max_bytes", "max_delay")
@@ -232,6 +239,7 @@ class BrucePolicy(LingerPolicy):
     partition choice for keyless messages, per-topic rate limits."""
 
     name = "bruce"
+    stats_key = "policy"
 
     def __init__(
         self,
@@ -398,7 +406,8 @@ class BrucePolicy(LingerPolicy):
         return admitted
 
     def keyless_slots(
-        self, topic_index: int, first_slot: int, partitions: int, sequences: range
+        self, topic_index: int, first_slot: int, partitions: int, sequences: range,
+        now: float,
     ) -> list[int] | None:
         """Every keyless message goes to the partition currently chosen for its topic on
         its broker (see the module docstring)."""
@@ -537,9 +546,7 @@ class BrucePolicy(LingerPolicy):
             self._combining_requests += 1
         if carried:
             self._carry_requests += 1
-        reason = completions[min(completions)]
-        extra = {"batches": float(len(completions)), "carried_over": float(carried)}
-        return RequestPlan(broker, batches, reason, extra)
+        return RequestPlan(broker, batches, completions[min(completions)])
 
     def _forget(self, broker: int, slot: int) -> None:
         self._ready[broker].pop(slot, None)
@@ -547,7 +554,9 @@ class BrucePolicy(LingerPolicy):
         self._carried.discard(slot)
         self._parked[self._topic_of[slot]].discard(slot)
 
-    def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
+    def poll(self, now: float, context: PollContext) -> list[RequestPlan]:
+        self.context = context
+        free_slots = context.free_slots
         self._look_at_parked()
         inflow = self._inflow()
         due = []

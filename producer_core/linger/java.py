@@ -13,7 +13,7 @@ simply sends its open batch; its next record starts a new batch.
 The walk over a broker's partitions starts at a rotating index (Java's `drainIndex`):
 the partition that did not fit starts the next request, so none starves.
 
-The memory condition comes from the engine (`set_memory_exhausted`), which accounts
+The memory condition comes from the engine (`PollContext.memory_exhausted`), which accounts
 `buffer.memory` the Java way (see `producer_core.memory.BatchMemory`).
 
 Pure: no clock and no I/O; time comes in as arguments (seconds).
@@ -21,7 +21,6 @@ Pure: no clock and no I/O; time comes in as arguments (seconds).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from producer_core.accumulator import (
@@ -32,7 +31,7 @@ from producer_core.accumulator import (
     Accumulator,
     ProducerBatch,
 )
-from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+from producer_core.linger.base import LingerPolicy, PollContext, RequestLimits, RequestPlan
 from producer_core.linger.deadlines import HeadDeadlines
 
 if TYPE_CHECKING:
@@ -49,6 +48,7 @@ class JavaLinger(LingerPolicy):
     """Per-partition readiness, per-broker drain of every partition with data."""
 
     name = "java"
+    stats_key = "policy"
 
     def __init__(
         self,
@@ -176,7 +176,9 @@ class JavaLinger(LingerPolicy):
         self._drained += len(taken)
         return taken
 
-    def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
+    def poll(self, now: float, context: PollContext) -> list[RequestPlan]:
+        self.context = context
+        free_slots = context.free_slots
         self._expire(now)
         plans: list[RequestPlan] = []
         for broker in sorted(self._nonempty):

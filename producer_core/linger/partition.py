@@ -12,7 +12,6 @@ slot is free, and what queues meanwhile rides along in the next request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -23,7 +22,7 @@ from producer_core.accumulator import (
     ProducerBatch,
     drain_request,
 )
-from producer_core.linger.base import LingerPolicy, RequestLimits, RequestPlan
+from producer_core.linger.base import LingerPolicy, PollContext, RequestLimits, RequestPlan
 from producer_core.linger.deadlines import HeadDeadlines
 
 if TYPE_CHECKING:
@@ -82,7 +81,9 @@ class PartitionLinger(LingerPolicy):
         for slot in self._deadlines.expired(now, everything=self.flushing):
             self._mark_ready(slot)
 
-    def poll(self, now: float, free_slots: Mapping[int, int]) -> list[RequestPlan]:
+    def poll(self, now: float, context: PollContext) -> list[RequestPlan]:
+        self.context = context
+        free_slots = context.free_slots
         self._expire(now)
         plans: list[RequestPlan] = []
         max_partitions = self.limits.max_partitions

@@ -1,8 +1,8 @@
 """Mode `adaptive` (KIP-1224's queued flush), with synthetic time and a real Accumulator.
 
 Each test drives the policy the way the engine does: a generator pass is a run of
-`append` calls followed by `set_backlog` and `poll`; a response is a `poll` with a free
-request slot.
+`append` calls followed by a `poll` whose context carries the backlog the pass left; a
+response is a `poll` with a free request slot.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from producer_core.accumulator import (
 from producer_core.config import build_settings
 from producer_core.linger import make_policy
 from producer_core.linger.adaptive import AdaptiveLinger
-from producer_core.linger.base import RequestLimits
+from producer_core.linger.base import PollContext, RequestLimits
 
 VALUE = bytes(10)
 FREE = {1: 5, 2: 5}
@@ -42,10 +42,10 @@ def append(acc, policy, slot: int, now: float, intended: float | None = None) ->
         policy.on_append(slot, event, now)
 
 
-def end_pass(policy, now: float, free=FREE, oldest_due: float | None = None):
-    """The end of a generator pass: the backlog it leaves, then the poll."""
-    policy.set_backlog(oldest_due)
-    return policy.poll(now, free)
+def end_pass(policy, now: float, free=FREE, oldest_due: float | None = None,
+             memory_exhausted: bool = False):
+    """The end of a generator pass: the poll, with the backlog the pass leaves."""
+    return policy.poll(now, PollContext(free, oldest_due, memory_exhausted))
 
 
 def sent(plans) -> list[tuple[str, list[int]]]:
@@ -106,7 +106,7 @@ def test_without_a_free_request_slot_the_collection_keeps_growing_until_one_free
         append(acc, policy, 1, now=now)
         append(acc, policy, 2, now=now)
         assert end_pass(policy, now, free=BUSY) == []
-    plans = policy.poll(1.004, FREE)  # a response freed a slot: the engine polls at once
+    plans = policy.poll(1.004, PollContext(FREE))  # a response freed a slot: polled at once
     assert sent(plans) == [("slot_freed", [0, 1, 2])]
     assert records(plans) == 7
     stats = policy.stats()
@@ -125,7 +125,7 @@ def test_a_flush_left_over_from_a_collection_a_cap_already_sent_does_nothing():
     # ticket 1 is stale (its collection is gone); ticket 2 sends collection 2, once
     assert sent(plans) == [("queued_flush", [2])]
     assert policy.stats()["flush_tickets"] == {"queued": 2, "ran": 1, "stale": 1, "waiting": 0}
-    assert policy.poll(1.005, FREE) == []
+    assert policy.poll(1.005, PollContext(FREE)) == []
 
 
 def test_the_wait_cap_sends_a_collection_whose_flush_is_still_behind_pending_work():
@@ -138,7 +138,7 @@ def test_the_wait_cap_sends_a_collection_whose_flush_is_still_behind_pending_wor
     append(acc, policy, 2, now=1.006, intended=0.960)
     plans = end_pass(policy, 1.006, oldest_due=0.970)
     assert sent(plans) == [("linger_max", [0, 1, 2])]
-    assert plans[0].extra["collecting_for_ms"] == pytest.approx(6.0)
+    assert policy.stats()["collecting_for"]["max_ms"] == pytest.approx(6.0)
     # its ticket, when it finally runs, is stale
     append(acc, policy, 3, now=1.007, intended=0.970)
     assert sent(end_pass(policy, 1.007, oldest_due=1.100)) == [("queued_flush", [3])]
@@ -164,7 +164,7 @@ def test_flushes_are_per_broker_and_a_busy_broker_does_not_hold_back_another():
         append(acc, policy, slot, now=1.000)
     plans = end_pass(policy, 1.000, free={1: 0, 2: 5})
     assert sent(plans) == [("queued_flush", [1, 3])]
-    assert sent(policy.poll(1.002, {1: 1, 2: 5})) == [("slot_freed", [0, 2])]
+    assert sent(policy.poll(1.002, PollContext({1: 1, 2: 5}))) == [("slot_freed", [0, 2])]
 
 
 def test_a_retried_batch_goes_at_the_next_poll_and_flushing_sends_everything():
@@ -174,11 +174,10 @@ def test_a_retried_batch_goes_at_the_next_poll_and_flushing_sends_everything():
     acc.requeue_front(plan.batches[0])
     policy.on_requeue(0, 1.100)  # from a timer callback, outside a pass
     assert policy.next_wakeup() == pytest.approx(1.100)
-    assert sent(policy.poll(1.100, FREE)) == [("queued_flush", [0])]
+    assert sent(policy.poll(1.100, PollContext(FREE))) == [("queued_flush", [0])]
     append(acc, policy, 1, now=1.2, intended=1.1)
     assert end_pass(policy, 1.2, oldest_due=1.15) == []
-    policy.start_flush()
-    assert sent(policy.poll(1.2, FREE)) == [("flush", [1])]
+    assert sent(policy.poll(1.2, PollContext(FREE, flushing=True))) == [("flush", [1])]
 
 
 def test_collections_rebuilt_by_a_leader_change_get_new_flushes():
@@ -221,10 +220,12 @@ def test_under_unthrottled_load_a_collection_goes_when_it_fills_one_request():
     assert end_pass(policy, 1.002, oldest_due=-math.inf) == []
     assert policy.stats()["flush_tickets"] == {"queued": 2, "ran": 0, "stale": 1, "waiting": 1}
     # the rest is the next collection; its window started when its partitions joined
-    policy.set_memory_exhausted(True)  # waiting for memory: nothing more can be appended
-    plans = end_pass(policy, 1.003, oldest_due=-math.inf)
+    # waiting for memory: nothing more can be appended, the flush no longer waits
+    plans = end_pass(policy, 1.003, oldest_due=-math.inf, memory_exhausted=True)
     assert sent(plans) == [("queued_flush", [2, 3]), ("queued_flush", [4, 5])]  # 2 requests
-    assert plans[0].extra["collecting_for_ms"] == pytest.approx(3.0)
+    stats = policy.stats()
+    assert stats["sends"] == 2 and stats["requests_per_send"]["max"] == 2
+    assert stats["collecting_for"]["max_ms"] == pytest.approx(3.0)  # since 1.000
 
 
 def test_settings_build_the_policy():

@@ -14,7 +14,7 @@ from producer_core.config import build_settings
 from producer_core.errors import ConfigError
 from producer_core.linger import make_policy
 from producer_core.linger.aimd import MAX_POINTS, AimdLinger
-from producer_core.linger.base import RequestLimits
+from producer_core.linger.base import PollContext, RequestLimits
 
 VALUE = bytes(10)
 MS = 0.001
@@ -33,7 +33,7 @@ def append(acc, policy, slot: int, now: float) -> None:
 
 
 def window_ms(policy, broker: int = 1) -> float:
-    return round(policy.window_s(broker) / MS, 6)
+    return round(policy.broker_window_s(broker) / MS, 6)
 
 
 def respond(policy, rtt_ms: float, now: float, broker: int = 1, **kwargs) -> float:
@@ -88,11 +88,11 @@ def test_retries_and_throttling_are_backpressure(signal):
 def test_a_response_while_every_request_slot_was_busy_is_backpressure():
     acc, policy = make(initial_s=8 * MS, max_in_flight=2)
     append(acc, policy, 0, now=0.0)
-    (plan,) = policy.poll(0.008, {1: 1})  # one slot was free: now both are busy
+    (plan,) = policy.poll(0.008, PollContext({1: 1}))  # one slot was free: now both are busy
     assert respond(policy, 1.0, now=0.009) == 4.0
     assert policy.stats()["aimd"]["brokers"]["1"]["decreases"]["in_flight"] == 1
     append(acc, policy, 1, now=0.010)
-    assert policy.poll(0.014, {1: 2}) != []  # one of two in flight after the send
+    assert policy.poll(0.014, PollContext({1: 2})) != []  # one of two in flight after the send
     assert respond(policy, 1.0, now=0.015) == 5.0  # not all busy: healthy, increase
 
 
@@ -105,10 +105,10 @@ def test_the_window_times_each_broker_collection_independently():
     append(acc, policy, 0, now=1.0)
     append(acc, policy, 1, now=1.0)
     assert policy.next_wakeup() == pytest.approx(1.0055)
-    plans = policy.poll(1.0055, {1: 5, 2: 5})
+    plans = policy.poll(1.0055, PollContext({1: 5, 2: 5}))
     assert [(p.broker, p.reason) for p in plans] == [(1, "broker_linger")]
     assert policy.next_wakeup() == pytest.approx(1.015)
-    assert [p.broker for p in policy.poll(1.015, {1: 5, 2: 5})] == [2]
+    assert [p.broker for p in policy.poll(1.015, PollContext({1: 5, 2: 5}))] == [2]
 
 
 def test_the_window_over_time_is_recorded_relative_to_the_start():
@@ -172,7 +172,7 @@ def simulate(policy, acc, rate: float, start: float, end: float, rtt_ms, free_li
         elif t_msg <= now:
             append(acc, policy, index % partitions, now)
             index += 1
-        for plan in policy.poll(now, {1: free_limit - in_flight}):
+        for plan in policy.poll(now, PollContext({1: free_limit - in_flight})):
             in_flight += 1
             heapq.heappush(responses, (now + rtt_ms(now) * MS, next(seq), plan, now))
 

@@ -14,7 +14,7 @@ from producer_core.accumulator import (
 )
 from producer_core.config import build_settings
 from producer_core.linger import make_policy
-from producer_core.linger.base import RequestLimits
+from producer_core.linger.base import PollContext, RequestLimits
 from producer_core.linger.broker import BrokerLinger
 
 VALUE = bytes(10)
@@ -64,26 +64,27 @@ def test_window_starts_at_first_add_and_later_partitions_do_not_extend_it():
     acc, policy = make(linger_s=0.010)
     # a message that has already waited a long time does not make the collector send at once
     append(acc, policy, 0, now=1.000, intended=0.0)
-    assert policy.poll(1.000, FREE) == []
+    assert policy.poll(1.000, PollContext(FREE)) == []
     assert policy.next_wakeup() == pytest.approx(1.010)
     append(acc, policy, 1, now=1.004)
     append(acc, policy, 2, now=1.008)
-    assert policy.poll(1.009, FREE) == []
+    assert policy.poll(1.009, PollContext(FREE)) == []
     assert policy.next_wakeup() == pytest.approx(1.010)  # not restarted, not extended
-    plans = policy.poll(1.010, FREE)
+    plans = policy.poll(1.010, PollContext(FREE))
     assert sent_slots(plans) == [[0, 1, 2]]
     assert plans[0].reason == "broker_linger"
-    assert plans[0].extra["collecting_for_ms"] == pytest.approx(10.0)
-    assert plans[0].extra["send_id"] == 1
+    stats = policy.stats()
+    assert stats["sends"] == 1
+    assert stats["collecting_for"]["max_ms"] == pytest.approx(10.0)
     assert acc.empty
     assert policy.next_wakeup() is None
     # the next window starts with the next first add, not at the end of the last one
     append(acc, policy, 3, now=1.500)
     assert policy.next_wakeup() == pytest.approx(1.510)
-    assert policy.poll(1.509, FREE) == []
-    plans = policy.poll(1.510, FREE)
+    assert policy.poll(1.509, PollContext(FREE)) == []
+    plans = policy.poll(1.510, PollContext(FREE))
     assert sent_slots(plans) == [[3]]
-    assert plans[0].extra["send_id"] == 2
+    assert policy.stats()["sends"] == 2
 
 
 def test_more_data_for_a_collected_partition_does_not_move_it_or_the_window():
@@ -96,7 +97,7 @@ def test_more_data_for_a_collected_partition_does_not_move_it_or_the_window():
         append(acc, policy, 3, now=0.005 + i * 0.001, message_id=i + 1)
         append(acc, policy, 0, now=0.005 + i * 0.001, message_id=i + 1)
     assert policy.next_wakeup() == pytest.approx(0.010)
-    plans = policy.poll(0.010, FREE)
+    plans = policy.poll(0.010, PollContext(FREE))
     assert sent_slots(plans) == [[3, 0, 2, 1]]  # oldest-joined first
     assert [b.record_count for b in plans[0].batches] == [6, 6, 1, 1]
 
@@ -106,10 +107,10 @@ def test_one_collector_per_broker():
     append(acc, policy, 0, now=0.000)
     append(acc, policy, 1, now=0.004)
     append(acc, policy, 2, now=0.006)
-    plans = policy.poll(0.010, FREE)
+    plans = policy.poll(0.010, PollContext(FREE))
     assert [(p.broker, [b.slot for b in p.batches]) for p in plans] == [(1, [0, 2])]
     assert policy.next_wakeup() == pytest.approx(0.014)
-    plans = policy.poll(0.014, FREE)
+    plans = policy.poll(0.014, PollContext(FREE))
     assert [(p.broker, [b.slot for b in p.batches]) for p in plans] == [(2, [1])]
 
 
@@ -118,14 +119,14 @@ def test_partition_cap_sends_early():
     acc, policy = make(partitions=6, linger_s=10.0, max_partitions=3)
     append(acc, policy, 4, now=0.0)
     append(acc, policy, 1, now=0.1)
-    assert policy.poll(0.1, FREE) == []
+    assert policy.poll(0.1, PollContext(FREE)) == []
     assert policy.next_wakeup() == pytest.approx(10.0)
     append(acc, policy, 5, now=0.2)
     assert policy.next_wakeup() == pytest.approx(0.0)  # due now: poll at once
-    plans = policy.poll(0.2, FREE)
+    plans = policy.poll(0.2, PollContext(FREE))
     assert sent_slots(plans) == [[4, 1, 5]]
     assert plans[0].reason == "max_partitions"
-    assert plans[0].extra["collecting_for_ms"] == pytest.approx(200.0)
+    assert policy.stats()["collecting_for"]["max_ms"] == pytest.approx(200.0)
 
 
 def test_bytes_cap_sends_early_and_counts_only_its_own_brokers_bytes():
@@ -134,15 +135,15 @@ def test_bytes_cap_sends_early_and_counts_only_its_own_brokers_bytes():
         append(acc, policy, 0, now=0.0, message_id=i)
         append(acc, policy, 1, now=0.0, message_id=i)
     assert acc.queued_bytes == 10 * RECORD_BYTES
-    assert policy.poll(0.001, FREE) == []
+    assert policy.poll(0.001, PollContext(FREE)) == []
     append(acc, policy, 2, now=0.002)  # broker 1 now holds 102 bytes
-    plans = policy.poll(0.002, FREE)
+    plans = policy.poll(0.002, PollContext(FREE))
     assert [(p.broker, [b.slot for b in p.batches]) for p in plans] == [(1, [0, 2])]
     assert plans[0].reason == "max_bytes"
     assert policy.stats()["collected_bytes_per_send"]["max"] == 6 * RECORD_BYTES
     # broker 2 reaches the cap with its next record, long before its window ends
     append(acc, policy, 3, now=0.003)
-    plans = policy.poll(0.003, FREE)
+    plans = policy.poll(0.003, PollContext(FREE))
     assert [(p.broker, p.reason) for p in plans] == [(2, "max_bytes")]
     assert acc.empty
 
@@ -150,11 +151,11 @@ def test_bytes_cap_sends_early_and_counts_only_its_own_brokers_bytes():
 def test_bytes_cap_counts_records_appended_without_an_event():
     acc, policy = make(linger_s=10.0, max_bytes=100)
     append(acc, policy, 0, now=0.0)
-    assert policy.poll(0.0, FREE) == []
+    assert policy.poll(0.0, PollContext(FREE)) == []
     for i in range(5):  # plain appends to an open batch: the policy hears nothing
         append(acc, policy, 0, now=0.001, message_id=i + 1)
     assert acc.queued_bytes == 6 * RECORD_BYTES
-    plans = policy.poll(0.001, FREE)
+    plans = policy.poll(0.001, PollContext(FREE))
     assert [p.reason for p in plans] == ["max_bytes"]
 
 
@@ -163,21 +164,20 @@ def test_partition_cap_beats_bytes_cap_and_bytes_cap_beats_linger():
     append(acc, policy, 0, now=0.0, message_id=0)
     append(acc, policy, 0, now=0.0, message_id=1)  # 34 bytes: bytes cap holds
     append(acc, policy, 1, now=0.0)  # 2 partitions: partition cap holds too
-    plans = policy.poll(0.020, FREE)  # and the window is over as well
+    plans = policy.poll(0.020, PollContext(FREE))  # and the window is over as well
     assert [p.reason for p in plans] == ["max_partitions"]
 
     acc, policy = make(linger_s=0.010, max_partitions=5, max_bytes=30)
     append(acc, policy, 0, now=0.0, message_id=0)
     append(acc, policy, 0, now=0.0, message_id=1)
-    plans = policy.poll(0.020, FREE)
+    plans = policy.poll(0.020, PollContext(FREE))
     assert [p.reason for p in plans] == ["max_bytes"]
 
 
 def test_flush_beats_caps():
     acc, policy = make(linger_s=0.010, max_partitions=1, max_bytes=1)
     append(acc, policy, 0, now=0.0)
-    policy.start_flush()
-    plans = policy.poll(0.020, FREE)
+    plans = policy.poll(0.020, PollContext(FREE, flushing=True))
     assert [p.reason for p in plans] == ["flush"]
 
 
@@ -189,11 +189,10 @@ def test_flush_sends_everything_regardless_of_thresholds():
     for slot in (1, 2, 3):
         append(acc, policy, slot, now=0.05, message_id=100 + slot)
     assert len(acc.queues[0]) >= 3
-    assert policy.poll(0.1, FREE) == []
-    policy.start_flush()
-    wake = policy.next_wakeup()
-    assert wake is not None and wake <= 0.1
-    plans = policy.poll(0.1, FREE)
+    assert policy.poll(0.1, PollContext(FREE)) == []
+    assert policy.poll(0.1, PollContext({}, flushing=True)) == []  # no free request slot
+    assert policy.next_wakeup() is None  # due: only a response can unblock it
+    plans = policy.poll(0.1, PollContext(FREE, flushing=True))
     assert acc.empty
     assert {p.reason for p in plans} == {"flush"}
     assert sorted(i for p in plans for b in p.batches for i in b.ids) == list(range(20)) + [
@@ -206,14 +205,13 @@ def test_a_send_splits_into_several_requests_when_they_are_small():
     acc, policy = make(partitions=5, linger_s=0.010, max_request_size=request_room(2))
     for i, slot in enumerate((4, 2, 0, 3, 1)):
         append(acc, policy, slot, now=0.001 * i)
-    plans = policy.poll(0.010, FREE)
+    plans = policy.poll(0.010, PollContext(FREE))
     assert sent_slots(plans) == [[4, 2], [0, 3], [1]]
     assert {p.reason for p in plans} == {"broker_linger"}
-    assert {p.extra["send_id"] for p in plans} == {1}
-    assert {p.extra["send_partitions"] for p in plans} == {5}
-    assert all(p.extra["collecting_for_ms"] == pytest.approx(10.0) for p in plans)
     stats = policy.stats()
-    assert stats["sends"] == 1
+    assert stats["sends"] == 1  # the three requests are one send
+    assert stats["partitions_per_send"]["max"] == 5
+    assert stats["collecting_for"]["max_ms"] == pytest.approx(10.0)
     assert stats["requests_per_send"] == {"mean": 3.0, "max": 3.0}
 
 
@@ -221,7 +219,7 @@ def test_produce_request_partition_limit_also_splits():
     acc, policy = make(partitions=5, linger_s=0.010, request_max_partitions=2)
     for slot in range(5):
         append(acc, policy, slot, now=0.0)
-    plans = policy.poll(0.010, FREE)
+    plans = policy.poll(0.010, PollContext(FREE))
     assert sent_slots(plans) == [[0, 1], [2, 3], [4]]
 
 
@@ -233,10 +231,10 @@ def test_a_partition_with_several_batches_sends_them_all_round_by_round():
     for i in range(10):  # slot 2 holds 2 batches
         append(acc, policy, 2, now=0.002, message_id=200 + i)
     assert [len(q) for q in acc.queues] == [3, 1, 2]
-    plans = policy.poll(0.010, FREE)
+    plans = policy.poll(0.010, PollContext(FREE))
     # one batch per partition per request; every batch queued at the send is in it
     assert sent_slots(plans) == [[0, 1, 2], [0, 2], [0]]
-    assert {p.extra["send_id"] for p in plans} == {1}
+    assert policy.stats()["sends"] == 1
     assert [list(b.ids) for b in plans[0].batches][0] == list(range(8))  # partition order kept
     assert acc.empty
     stats = policy.stats()
@@ -248,17 +246,17 @@ def test_a_partition_with_several_batches_sends_them_all_round_by_round():
 def test_at_the_in_flight_limit_the_collector_keeps_collecting_and_sends_when_a_slot_frees():
     acc, policy = make(partitions=4, linger_s=0.010)
     append(acc, policy, 0, now=0.000)
-    assert policy.poll(0.010, {}) == []  # due, but no free request slot
-    assert policy.poll(0.010, {1: 0}) == []
+    assert policy.poll(0.010, PollContext({})) == []  # due, but no free request slot
+    assert policy.poll(0.010, PollContext({1: 0})) == []
     assert policy.next_wakeup() is None  # only a response can unblock it
     append(acc, policy, 1, now=0.012)  # joins the waiting collection
     append(acc, policy, 0, now=0.013, message_id=1)
-    assert policy.poll(0.013, {}) == []
+    assert policy.poll(0.013, PollContext({})) == []
     assert policy.next_wakeup() is None
-    plans = policy.poll(0.015, {1: 1})  # a response freed a slot
+    plans = policy.poll(0.015, PollContext({1: 1}))  # a response freed a slot
     assert sent_slots(plans) == [[0, 1]]
     assert plans[0].reason == "broker_linger"
-    assert plans[0].extra["collecting_for_ms"] == pytest.approx(15.0)
+    assert policy.stats()["collecting_for"]["max_ms"] == pytest.approx(15.0)
     assert [b.record_count for b in plans[0].batches] == [2, 1]
     assert acc.empty
 
@@ -267,21 +265,20 @@ def test_a_send_needing_more_requests_than_free_slots_finishes_as_slots_free():
     acc, policy = make(partitions=4, linger_s=0.010, max_request_size=request_room(1))
     for slot in range(3):
         append(acc, policy, slot, now=0.0)
-    plans = policy.poll(0.010, {1: 1})
+    plans = policy.poll(0.010, PollContext({1: 1}))
     assert sent_slots(plans) == [[0]]
     # new data during the unfinished send starts the next window; it is not part of the send
     append(acc, policy, 3, now=0.011)
     assert policy.next_wakeup() == pytest.approx(0.021)
-    assert policy.poll(0.012, {}) == []
-    plans = policy.poll(0.013, {1: 1})
+    assert policy.poll(0.012, PollContext({})) == []
+    plans = policy.poll(0.013, PollContext({1: 1}))
     assert sent_slots(plans) == [[1]]
-    plans = policy.poll(0.014, {1: 3})
+    plans = policy.poll(0.014, PollContext({1: 3}))
     assert sent_slots(plans) == [[2]]  # slot 3's window is still open
-    assert {p.extra["send_id"] for p in plans} == {1}
+    assert policy.stats()["sends"] == 1
     assert plans[0].reason == "broker_linger"
-    plans = policy.poll(0.021, {1: 3})
+    plans = policy.poll(0.021, PollContext({1: 3}))
     assert sent_slots(plans) == [[3]]
-    assert plans[0].extra["send_id"] == 2
     stats = policy.stats()
     assert stats["sends"] == 2
     assert stats["requests_per_send"] == {"mean": 2.0, "max": 3.0}
@@ -291,32 +288,32 @@ def test_batches_created_after_a_send_started_go_in_the_next_window():
     acc, policy = make(partitions=3, linger_s=0.010, batch_size=200, request_max_partitions=1)
     for slot in range(3):
         append(acc, policy, slot, now=0.0, message_id=slot)
-    assert sent_slots(policy.poll(0.010, {1: 1})) == [[0]]
+    assert sent_slots(policy.poll(0.010, PollContext({1: 1}))) == [[0]]
     for i in range(10):  # slot 2's open batch fills (8 records) and a new one starts
         append(acc, policy, 2, now=0.011, message_id=100 + i)
     assert len(acc.queues[2]) == 2
-    plans = policy.poll(0.012, {1: 5})
+    plans = policy.poll(0.012, PollContext({1: 5}))
     assert sent_slots(plans) == [[1], [2]]
     assert plans[1].batches[0].record_count == 8  # the batch that was open at the send
-    assert {p.extra["send_id"] for p in plans} == {1}
+    assert policy.stats()["sends"] == 1
     # the batch started after the send joins a new window when slot 2 leaves the send
     assert acc.queues[2][0].record_count == 3
     assert policy.next_wakeup() == pytest.approx(0.022)
-    assert policy.poll(0.021, {1: 5}) == []
-    plans = policy.poll(0.022, {1: 5})
+    assert policy.poll(0.021, PollContext({1: 5})) == []
+    plans = policy.poll(0.022, PollContext({1: 5}))
     assert sent_slots(plans) == [[2]]
-    assert plans[0].extra["send_id"] == 2
+    assert policy.stats()["sends"] == 2
     assert acc.empty
 
 
 def test_cap_reached_while_blocked_sends_everything_with_the_cap_reason():
     acc, policy = make(partitions=4, linger_s=0.010, max_partitions=3)
     append(acc, policy, 0, now=0.0)
-    assert policy.poll(0.010, {}) == []  # due by linger, blocked
+    assert policy.poll(0.010, PollContext({})) == []  # due by linger, blocked
     append(acc, policy, 1, now=0.011)
     append(acc, policy, 2, now=0.012)
     append(acc, policy, 3, now=0.013)
-    plans = policy.poll(0.014, {1: 1})
+    plans = policy.poll(0.014, PollContext({1: 1}))
     assert sent_slots(plans) == [[0, 1, 2, 3]]
     assert plans[0].reason == "max_partitions"  # reason decided at send time, by priority
 
@@ -363,7 +360,7 @@ def test_no_message_waits_longer_than_the_window(seed: int):
             index += 1
         else:
             now = wake
-        take(policy.poll(now, FREE), now)
+        take(policy.poll(now, PollContext(FREE)), now)
         polls += 1
         assert polls < 10 * len(arrivals), "poll loop does not progress"
     assert acc.empty
@@ -379,12 +376,12 @@ def test_no_message_waits_longer_than_the_window(seed: int):
 def test_a_retried_batch_goes_at_once_with_its_collection():
     acc, policy = make(linger_s=10.0)
     append(acc, policy, 0, now=0.0)
-    [plan] = policy.poll(10.0, FREE)
+    [plan] = policy.poll(10.0, PollContext(FREE))
     append(acc, policy, 1, now=10.1)  # a new window for slot 1 is running
     acc.requeue_front(plan.batches[0])
     policy.on_requeue(0, 10.2)
     assert policy.next_wakeup() == pytest.approx(10.1)  # due now
-    plans = policy.poll(10.2, FREE)
+    plans = policy.poll(10.2, PollContext(FREE))
     assert sent_slots(plans) == [[1, 0]]
     assert plans[0].reason == "retry"
     assert acc.empty
@@ -395,14 +392,13 @@ def test_a_retry_into_an_unfinished_send_goes_with_that_send():
     for i in range(10):  # two batches: ids 0-7 and 8-9
         append(acc, policy, 0, now=0.0, message_id=i)
     append(acc, policy, 1, now=0.0, message_id=100)
-    [first] = policy.poll(0.010, {1: 1})
+    [first] = policy.poll(0.010, PollContext({1: 1}))
     assert sent_slots([first]) == [[0]]
     acc.requeue_front(first.batches[0])  # slot 0 still has a batch in send 1
     policy.on_requeue(0, 0.012)
-    plans = policy.poll(0.012, {1: 5})
+    plans = policy.poll(0.012, PollContext({1: 5}))
     assert sent_slots(plans) == [[1], [0], [0]]
     assert [list(p.batches[0].ids) for p in plans[1:]] == [list(range(8)), [8, 9]]
-    assert {p.extra["send_id"] for p in plans} == {1}
     assert policy.stats()["sends"] == 1
     assert acc.empty
 
@@ -411,14 +407,16 @@ def test_a_retry_after_its_send_finished_starts_a_send_of_its_own():
     acc, policy = make(linger_s=0.010, max_request_size=request_room(1))
     append(acc, policy, 0, now=0.0)
     append(acc, policy, 1, now=0.0)
-    [first] = policy.poll(0.010, {1: 1})
+    [first] = policy.poll(0.010, PollContext({1: 1}))
     assert sent_slots([first]) == [[0]]  # slot 0 is done with send 1; slot 1 still waits
     acc.requeue_front(first.batches[0])
     policy.on_requeue(0, 0.012)
-    plans = policy.poll(0.012, {1: 5})
+    plans = policy.poll(0.012, PollContext({1: 5}))
     assert sent_slots(plans) == [[1], [0]]
-    assert [(p.extra["send_id"], p.reason) for p in plans] == [
-        (1, "broker_linger"), (2, "retry")]
+    assert [p.reason for p in plans] == ["broker_linger", "retry"]
+    stats = policy.stats()
+    assert stats["sends"] == 2  # send 1: slots 0 and 1, send 2: the retry
+    assert stats["requests_per_send"] == {"mean": 1.5, "max": 2.0}
     assert acc.empty
 
 
@@ -430,8 +428,8 @@ def test_leader_change_moves_collected_partitions_keeping_the_earlier_window():
     append(acc, policy, 1, now=0.006)  # joins broker 1
     leaders[1] = 2  # the engine updates the list in place, then tells the policy
     policy.set_leaders(leaders)
-    assert policy.poll(0.009, FREE) == []
-    plans = policy.poll(0.010, FREE)
+    assert policy.poll(0.009, PollContext(FREE)) == []
+    plans = policy.poll(0.010, PollContext(FREE))
     assert [(p.broker, [b.slot for b in p.batches]) for p in plans] == [(1, [0]), (2, [2, 1])]
     assert acc.empty
 
@@ -441,10 +439,10 @@ def test_leader_change_during_an_unfinished_send_moves_the_rest():
     acc, policy = make(leaders=leaders, linger_s=0.010, max_request_size=request_room(1))
     for slot in range(3):
         append(acc, policy, slot, now=0.0)
-    assert sent_slots(policy.poll(0.010, {1: 1})) == [[0]]
+    assert sent_slots(policy.poll(0.010, PollContext({1: 1}))) == [[0]]
     leaders[2] = 2
     policy.set_leaders(leaders)
-    plans = policy.poll(0.011, {1: 5, 2: 5})
+    plans = policy.poll(0.011, PollContext({1: 5, 2: 5}))
     assert [(p.broker, [b.slot for b in p.batches]) for p in plans] == [(1, [1]), (2, [2])]
     assert plans[1].reason == "retry"
     assert acc.empty
@@ -483,15 +481,14 @@ def test_stats_for_a_known_scenario():
     # send 1: the window ends, 2 partitions, 1 request, collected for 10 ms
     append(acc, policy, 0, now=0.000)
     append(acc, policy, 1, now=0.002)
-    assert len(policy.poll(0.010, FREE)) == 1
+    assert len(policy.poll(0.010, PollContext(FREE))) == 1
     # send 2: the partition cap, 3 partitions, 2 requests, collected for 2 ms
     for slot in range(3):
         append(acc, policy, slot, now=0.020 + 0.001 * slot)
-    assert len(policy.poll(0.022, FREE)) == 2
+    assert len(policy.poll(0.022, PollContext(FREE))) == 2
     # send 3: flush, 1 partition, 1 request, collected for 1 ms
     append(acc, policy, 3, now=0.030)
-    policy.start_flush()
-    assert len(policy.poll(0.031, FREE)) == 1
+    assert len(policy.poll(0.031, PollContext(FREE, flushing=True))) == 1
     stats = policy.stats()
     assert stats["sends"] == 3
     assert stats["sends_by_reason"] == {
@@ -513,8 +510,8 @@ def test_window_ends_early_by_the_measured_send_time():
     policy.on_response(1, 0.010, now=0.0, throttle_ms=0, retried=False)
     append(acc, policy, 0, now=1.000)
     assert policy.next_wakeup() == pytest.approx(1.490)
-    assert policy.poll(1.489, FREE) == []
-    assert sent_slots(policy.poll(1.490, FREE)) == [[0]]
+    assert policy.poll(1.489, PollContext(FREE)) == []
+    assert sent_slots(policy.poll(1.490, PollContext(FREE))) == [[0]]
 
 
 def test_send_time_is_an_average_of_answered_round_trips_only():
@@ -533,7 +530,7 @@ def test_send_lead_is_per_broker():
     append(acc, policy, 0, now=1.000)  # broker 1: nothing measured, the full window
     append(acc, policy, 1, now=1.000)
     assert policy.next_wakeup() == pytest.approx(1.485)
-    assert sent_slots(policy.poll(1.485, FREE)) == [[1]]
+    assert sent_slots(policy.poll(1.485, PollContext(FREE))) == [[1]]
     assert policy.next_wakeup() == pytest.approx(1.500)
 
 

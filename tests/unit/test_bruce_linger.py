@@ -17,7 +17,7 @@ from producer_core.config import build_settings
 from producer_core.errors import ConfigError
 from producer_core.generator import Generator
 from producer_core.linger import make_policy
-from producer_core.linger.base import RequestLimits
+from producer_core.linger.base import PollContext, RequestLimits
 from producer_core.linger.bruce import BruceConfig, BrucePolicy, RateLimit, Thresholds
 from producer_core.metrics import RunMetrics
 from producer_core.workload import KeySpec, RateSpec, SizeSpec, TopicSpec, Workload
@@ -51,6 +51,9 @@ class Rig:
         self.policy = BrucePolicy(self.acc, leaders or [1] * len(slots),
                                   RequestLimits(max_request_size), config, keyless)
         self.sequence = [0] * len(topics)
+        self.flushing = False
+        self.memory_exhausted = False
+        """The engine's state each poll hands the policy (`PollContext`)."""
 
     def feed(self, topic: int, count: int, now: float, partitions: list[int] | None = None
              ) -> int:
@@ -63,7 +66,7 @@ class Rig:
             return 0
         first = self.first[topic]
         if partitions is None:
-            slots = self.policy.keyless_slots(topic, first, self.partitions[topic], seqs)
+            slots = self.policy.keyless_slots(topic, first, self.partitions[topic], seqs, now)
         else:  # keyed: the policy only sees where they go (no key bytes, to keep sizes even)
             slots = [first + p for p in partitions[:admitted]]
         ids = range((topic << 40) + seqs.start, (topic << 40) + seqs.stop)
@@ -73,7 +76,8 @@ class Rig:
         return admitted
 
     def poll(self, now: float, free=FREE):
-        return self.policy.poll(now, free)
+        return self.policy.poll(now, PollContext(free, flushing=self.flushing,
+                                                 memory_exhausted=self.memory_exhausted))
 
 
 def records(plan) -> int:
@@ -153,8 +157,8 @@ def test_topics_without_thresholds_share_the_combined_batch_per_broker():
     [plan] = rig.poll(0.010)
     assert plan.reason == "max_delay"
     assert sorted(partitions_of(plan)) == [2, 3, 5]  # topics x and y in one batch
-    assert plan.extra["batches"] == 1
     stats = rig.policy.stats()
+    assert stats["batches_per_request"] == {"mean": 1.0, "max": 1.0}
     assert stats["combined_batches"] == 1 and stats["topic_batches"] == 0
     assert rig.acc.queued_records == 1  # topic own waits for its own delay
 
@@ -192,7 +196,8 @@ def test_queued_batches_go_together_in_the_next_request():
     assert rig.poll(0.020, BUSY) == []  # and the combined batch
     [plan] = rig.poll(0.021, {1: 1})
     assert partitions_of(plan) == [0, 1, 2, 5]  # completion order: a, b, combined
-    assert plan.extra["batches"] == 3 and plan.reason == "max_messages"
+    assert plan.reason == "max_messages"  # the oldest batch it carries
+    assert rig.policy.stats()["batches_per_request"] == {"mean": 3.0, "max": 3.0}
     assert rig.acc.empty
     assert rig.policy.stats()["requests_combining_batches"] == 1
 
@@ -211,14 +216,17 @@ def test_the_request_limit_leaves_the_rest_for_the_next_request():
     assert rig.poll(0.010, BUSY) == []
     first = rig.poll(0.010, {1: 1})
     assert [partitions_of(p) for p in first] == [[0, 1]]  # two fit; the rest waits, in order
-    assert first[0].extra["carried_over"] == 0
+    assert rig.policy.stats()["requests_with_carry_over"] == 0
     rest = rig.poll(0.011, {1: 5})
     assert [partitions_of(p) for p in rest] == [[2, 3], [4]]
-    assert rest[0].extra == {"batches": 2.0, "carried_over": 1.0}
     assert rest[0].reason == "max_messages"  # the oldest batch it carries
-    assert rest[1].extra == {"batches": 1.0, "carried_over": 1.0}
     assert rig.acc.empty
-    assert rig.policy.stats()["requests_with_carry_over"] == 2
+    stats = rig.policy.stats()
+    assert stats["requests_with_carry_over"] == 2  # both carry what the first left over
+    # completed batches per request: a's first two partitions, then the rest of a with
+    # the combined batch, then the rest of the combined batch
+    assert stats["batches_per_request"] == {"mean": pytest.approx(1.333), "max": 2.0}
+    assert stats["requests_combining_batches"] == 1
 
 
 def test_with_free_request_slots_the_remainder_goes_at_once():
@@ -247,8 +255,7 @@ def test_flush_completes_everything_and_a_retry_goes_at_once():
               combined=Thresholds(max_delay_s=10.0))
     rig.feed(0, 1, now=0.0, partitions=[0])
     rig.feed(1, 1, now=0.0, partitions=[1])
-    rig.policy.start_flush()
-    assert rig.policy.next_wakeup() == pytest.approx(0.0)
+    rig.flushing = True
     [plan] = rig.poll(0.1)
     assert plan.reason == "flush" and partitions_of(plan) == [0, 3]
     batch = plan.batches[0]
@@ -262,7 +269,7 @@ def test_memory_exhausted_completes_open_batches():
     rig = Rig([("a", 1)], combined=Thresholds(max_bytes=1 << 30))
     rig.feed(0, 5, now=0.0, partitions=[0] * 5)
     assert rig.poll(0.0) == []
-    rig.policy.set_memory_exhausted(True)
+    rig.memory_exhausted = True
     [plan] = rig.poll(0.1)
     assert plan.reason == "memory" and records(plan) == 5
 
@@ -368,7 +375,7 @@ def test_generator_reports_exactly_the_excess_per_topic_and_reason():
     sent = 0
     for step in range(12):  # passes at 0, 0.25, ..., 2.75 and one at 2.999
         generator.generate(step * 0.25)
-        sent += sum(records(p) for p in policy.poll(step * 0.25, FREE))
+        sent += sum(records(p) for p in policy.poll(step * 0.25, PollContext(FREE)))
     generator.generate(2.999)
     limited, other = metrics.topics["limited"], metrics.topics["other"]
     assert limited.generated == 300 and other.generated == 300
@@ -377,8 +384,7 @@ def test_generator_reports_exactly_the_excess_per_topic_and_reason():
     assert other.discarded == 0
     assert metrics.messages_discarded == 210
     assert metrics.discard_reasons == Counter({"rate_limit (limited)": 210})
-    policy.start_flush()
-    sent += sum(records(p) for p in policy.poll(3.0, FREE))
+    sent += sum(records(p) for p in policy.poll(3.0, PollContext(FREE, flushing=True)))
     assert sent == 3 * 30 + 300 and acc.empty  # every admitted message is sent
     assert policy.stats()["rate_limit_discards"] == {"limited": 210}
 

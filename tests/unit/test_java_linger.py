@@ -9,7 +9,7 @@ from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import build_settings
 from producer_core.errors import ConfigError
 from producer_core.linger import make_policy
-from producer_core.linger.base import RequestLimits
+from producer_core.linger.base import PollContext, RequestLimits
 from producer_core.linger.java import JavaLinger
 from producer_core.memory import MAX_BLOCK_REASON, BatchMemory, BlockedGenerator
 from producer_core.metrics import RunMetrics
@@ -54,15 +54,15 @@ def test_one_expired_partition_makes_its_broker_ready_and_drains_every_partition
     append(acc, policy, 2, now=0.009)
     append(acc, policy, 3, now=0.001)
     append(acc, policy, 4, now=0.008)
-    assert policy.poll(0.0095, {1: 5, 2: 5}) == []
+    assert policy.poll(0.0095, PollContext({1: 5, 2: 5})) == []
     assert policy.next_wakeup() == pytest.approx(0.010)
-    plans = policy.poll(0.010, {1: 5, 2: 5})
+    plans = policy.poll(0.010, PollContext({1: 5, 2: 5}))
     # partition 0 expired: broker 1 sends partitions 0, 1 and 2 (not expired) in one request;
     # broker 2's partitions have not expired (3 expires at 0.011)
     assert sent(plans) == [(1, [0, 1, 2])]
     assert plans[0].reason == "linger"
-    assert policy.poll(0.0105, {1: 5, 2: 5}) == []
-    plans = policy.poll(0.011, {1: 5, 2: 5})
+    assert policy.poll(0.0105, PollContext({1: 5, 2: 5})) == []
+    plans = policy.poll(0.011, PollContext({1: 5, 2: 5}))
     assert sent(plans) == [(2, [3, 4])]
     assert acc.empty
     stats = policy.stats()
@@ -74,7 +74,7 @@ def test_full_batch_makes_the_broker_ready_and_takes_the_others_along():
     append(acc, policy, 5, now=0.0)
     for i in range(12):  # the first batch of partition 2 fills after ~8 records
         append(acc, policy, 2, now=0.001 * i, message_id=i)
-    plans = policy.poll(0.02, {1: 5})
+    plans = policy.poll(0.02, PollContext({1: 5}))
     # first request: partition 2's full batch and partition 5's open batch; then partition
     # 2's open batch is not sendable (linger 10 s), so the broker is no longer ready
     assert sent(plans) == [(1, [2, 5])]
@@ -86,31 +86,28 @@ def test_memory_exhaustion_makes_every_broker_ready():
     acc, policy = make(leaders=[1, 1, 2, 2, 3, 3], linger_s=10.0)
     for slot in range(5):
         append(acc, policy, slot, now=0.0)
-    assert policy.poll(0.001, {1: 5, 2: 5, 3: 5}) == []
-    policy.set_memory_exhausted(True)
-    plans = policy.poll(0.002, {1: 5, 2: 5, 3: 5})
+    assert policy.poll(0.001, PollContext({1: 5, 2: 5, 3: 5})) == []
+    plans = policy.poll(0.002, PollContext({1: 5, 2: 5, 3: 5}, memory_exhausted=True))
     assert sent(plans) == [(1, [0, 1]), (2, [2, 3]), (3, [4])]
     assert {p.reason for p in plans} == {"memory"}
     assert acc.empty
-    policy.set_memory_exhausted(False)
     append(acc, policy, 0, now=0.003)
-    assert policy.poll(0.004, {1: 5, 2: 5, 3: 5}) == []
+    assert policy.poll(0.004, PollContext({1: 5, 2: 5, 3: 5})) == []
 
 
 def test_flush_makes_everything_ready():
     acc, policy = make(linger_s=10.0)
     append(acc, policy, 1, now=0.0)
     append(acc, policy, 4, now=0.0)
-    policy.start_flush()
-    plans = policy.poll(0.001, {1: 1})
+    plans = policy.poll(0.001, PollContext({1: 1}, flushing=True))
     assert sent(plans) == [(1, [1, 4])] and plans[0].reason == "flush"
 
 
 def test_no_free_request_slot_means_no_request():
     acc, policy = make(linger_s=0.0)
     append(acc, policy, 0, now=0.0)
-    assert policy.poll(0.0, {1: 0}) == []
-    assert sent(policy.poll(0.001, {1: 1})) == [(1, [0])]
+    assert policy.poll(0.0, PollContext({1: 0})) == []
+    assert sent(policy.poll(0.001, PollContext({1: 1}))) == [(1, [0])]
 
 
 def test_max_request_size_cuts_the_request_and_the_next_starts_where_it_stopped():
@@ -118,14 +115,14 @@ def test_max_request_size_cuts_the_request_and_the_next_starts_where_it_stopped(
     acc, policy = make(partitions=6, linger_s=0.010, max_request_size=520)
     for slot in range(6):
         append(acc, policy, slot, now=0.0)
-    plans = policy.poll(0.010, {1: 10})
+    plans = policy.poll(0.010, PollContext({1: 10}))
     assert sent(plans) == [(1, [0, 1]), (1, [2, 3]), (1, [4, 5])]
     for slot in (0, 1, 2, 3, 4):
         append(acc, policy, slot, now=0.020)
     # all expire at 0.030. The last request walked all the way round from 4 (4, 5, 0, 1, 2,
     # 3), and Java's drainIndex stays on the last partition examined: the next walk starts
     # at 3. Each request that is cut short starts the next at the partition that did not fit.
-    plans = policy.poll(0.030, {1: 10})
+    plans = policy.poll(0.030, PollContext({1: 10}))
     assert [slots for _, slots in sent(plans)] == [[3, 4], [0, 1], [2]]
 
 
@@ -133,19 +130,17 @@ def test_max_partitions_per_request():
     acc, policy = make(linger_s=0.0, max_partitions=2)
     for slot in range(5):
         append(acc, policy, slot, now=0.0)
-    plans = policy.poll(0.0, {1: 10})
+    plans = policy.poll(0.0, PollContext({1: 10}))
     assert [len(p.batches) for p in plans] == [2, 2, 1]
 
 
 def test_retry_is_sendable_at_once():
     acc, policy = make(linger_s=10.0)
     append(acc, policy, 2, now=0.0)
-    policy.start_flush()
-    (plan,) = policy.poll(0.0, {1: 1})
-    policy.flushing = False
+    (plan,) = policy.poll(0.0, PollContext({1: 1}, flushing=True))
     acc.requeue_front(plan.batches[0])
     policy.on_requeue(2, now=0.1)
-    plans = policy.poll(0.1, {1: 1})
+    plans = policy.poll(0.1, PollContext({1: 1}))
     assert sent(plans) == [(1, [2])] and plans[0].reason == "retry"
 
 
@@ -154,7 +149,7 @@ def test_leader_change_moves_queued_partitions():
     append(acc, policy, 0, now=0.0)
     append(acc, policy, 1, now=0.0)
     policy.set_leaders([1, 2])
-    plans = policy.poll(0.010, {1: 1, 2: 1})
+    plans = policy.poll(0.010, PollContext({1: 1, 2: 1}))
     assert sent(plans) == [(1, [0]), (2, [1])]
 
 

@@ -97,3 +97,34 @@ def test_unknown_mode_is_refused() -> None:
 def test_only_passthrough_modes_pass_unknown_properties_on(spec: ModeSpec) -> None:
     kind = config.setting_kind("queue.buffering.max.ms", spec.name)
     assert kind == ("librdkafka" if spec.passthrough else "unknown")
+
+
+@pytest.mark.parametrize("spec", REGISTRY, ids=lambda s: s.name)
+def test_a_mode_warns_about_each_setting_it_ignores(spec: ModeSpec) -> None:
+    for key, why in spec.ignores:
+        assert key in SETTINGS and key not in spec.reads
+        value = str(SETTINGS[key].default)
+        assert why in build_settings([(key, value)], mode=spec.name).warnings
+    if spec.check is not None:
+        assert callable(spec.load_check())
+
+
+def test_mode_checks_named_in_the_registry_run() -> None:
+    with pytest.raises(config.ConfigError, match="in mode java every batch holds"):
+        build_settings({"batch.size": 1 << 20, "max.request.size": 1 << 21,
+                        "buffer.memory": 1 << 19}, mode="java")
+    with pytest.raises(config.ConfigError, match="at least one threshold"):
+        build_settings({f"bruce.combined.{k}": -1
+                        for k in ("max.delay.ms", "max.bytes", "max.messages")}, mode="bruce")
+    with pytest.raises(config.ConfigError, match="no equivalent of broker.linger.ms"):
+        build_settings({"broker.linger.ms": 5}, mode="kafka-java")
+
+
+@pytest.mark.parametrize("spec", REGISTRY, ids=lambda s: s.name)
+def test_transactions_are_refused_only_where_the_registry_says(spec: ModeSpec) -> None:
+    given = {"transactional.id": "t"}
+    if spec.transactions and spec.policy is not None:  # kbatch's engine runs transactions
+        assert build_settings(given, mode=spec.name).transactional_id == "t"
+    elif not spec.transactions:
+        with pytest.raises(config.ConfigError, match="not supported in mode"):
+            build_settings(given, mode=spec.name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from producer_core.accumulator import Accumulator, TopicPartition
-from producer_core.linger.base import RequestLimits
+from producer_core.linger.base import PollContext, RequestLimits
 from producer_core.linger.partition import NoLinger, PartitionLinger
 
 VALUE = bytes(100)
@@ -35,13 +35,13 @@ def test_staggered_arrivals_send_only_expired_partitions():
     append(acc, policy, 0, now=0.000)
     append(acc, policy, 1, now=0.004)
     append(acc, policy, 2, now=0.008)
-    assert policy.poll(0.009, {1: 5}) == []
+    assert policy.poll(0.009, PollContext({1: 5})) == []
     assert policy.next_wakeup() == pytest.approx(0.010)
-    plans = policy.poll(0.010, {1: 5})
+    plans = policy.poll(0.010, PollContext({1: 5}))
     assert sent_slots(plans) == [[0]]
     assert plans[0].reason == "linger"
     assert policy.next_wakeup() == pytest.approx(0.014)
-    plans = policy.poll(0.0185, {1: 5})
+    plans = policy.poll(0.0185, PollContext({1: 5}))
     # partition 2 expires at 0.018, so both are ready at 0.0185 and share one request
     assert sent_slots(plans) == [[1, 2]]
     assert acc.empty
@@ -53,7 +53,7 @@ def test_full_batch_is_ready_at_once():
         append(acc, policy, 3, now=0.001 * i, message_id=i)
     full_batches = len(acc.queues[3]) - 1
     assert full_batches >= 2
-    plans = policy.poll(0.05, {1: 5})
+    plans = policy.poll(0.05, PollContext({1: 5}))
     # one batch per partition per request: each full batch goes in its own request at once
     assert sent_slots(plans) == [[3]] * full_batches
     assert {p.reason for p in plans} == {"batch_full"}
@@ -65,9 +65,9 @@ def test_full_batch_is_ready_at_once():
 def test_no_request_slot_means_no_send_until_one_frees():
     acc, policy = make(linger_s=0.0)
     append(acc, policy, 0, now=0.0)
-    assert policy.poll(1.0, {}) == []
+    assert policy.poll(1.0, PollContext({})) == []
     append(acc, policy, 1, now=1.0)
-    plans = policy.poll(1.0, {1: 1})
+    plans = policy.poll(1.0, PollContext({1: 1}))
     assert sent_slots(plans) == [[0, 1]]
 
 
@@ -75,7 +75,7 @@ def test_requests_are_split_per_broker():
     acc, policy = make(partitions=4, linger_s=0.0, leaders=[1, 2, 1, 2])
     for slot in range(4):
         append(acc, policy, slot, now=0.0)
-    plans = policy.poll(0.0, {1: 5, 2: 5})
+    plans = policy.poll(0.0, PollContext({1: 5, 2: 5}))
     by_broker = {plan.broker: [b.slot for b in plan.batches] for plan in plans}
     assert by_broker == {1: [0, 2], 2: [1, 3]}
 
@@ -84,9 +84,9 @@ def test_max_partitions_per_request_reproduces_one_partition_requests():
     acc, policy = make(partitions=3, linger_s=0.0, max_partitions=1)
     for slot in range(3):
         append(acc, policy, slot, now=0.0)
-    plans = policy.poll(0.0, {1: 2})
+    plans = policy.poll(0.0, PollContext({1: 2}))
     assert sent_slots(plans) == [[0], [1]]  # two free slots: two one-partition requests
-    assert sent_slots(policy.poll(0.0, {1: 1})) == [[2]]
+    assert sent_slots(policy.poll(0.0, PollContext({1: 1}))) == [[2]]
 
 
 def test_max_request_size_splits_requests():
@@ -94,7 +94,7 @@ def test_max_request_size_splits_requests():
     for slot in range(3):
         for i in range(12):
             append(acc, policy, slot, now=0.0, message_id=i)
-    plans = policy.poll(0.0, {1: 5})
+    plans = policy.poll(0.0, PollContext({1: 5}))
     assert [len(p.batches) for p in plans] == [1, 1, 1]
     assert all(sum(b.size_bytes() for b in p.batches) <= 2200 for p in plans)
 
@@ -103,9 +103,8 @@ def test_flush_makes_everything_ready():
     acc, policy = make(linger_s=60.0)
     append(acc, policy, 0, now=0.0)
     append(acc, policy, 2, now=0.0)
-    assert policy.poll(0.001, {1: 5}) == []
-    policy.start_flush()
-    plans = policy.poll(0.001, {1: 5})
+    assert policy.poll(0.001, PollContext({1: 5})) == []
+    plans = policy.poll(0.001, PollContext({1: 5}, flushing=True))
     assert sent_slots(plans) == [[0, 2]]
     assert plans[0].reason == "flush"
 
@@ -113,14 +112,12 @@ def test_flush_makes_everything_ready():
 def test_requeued_batch_goes_first_and_at_once():
     acc, policy = make(linger_s=60.0)
     append(acc, policy, 0, now=0.0, message_id=7)
-    policy.start_flush()
-    [plan] = policy.poll(0.0, {1: 1})
-    policy.flushing = False
+    [plan] = policy.poll(0.0, PollContext({1: 1}, flushing=True))
     batch = plan.batches[0]
     append(acc, policy, 0, now=0.1, message_id=8)
     acc.requeue_front(batch)
     policy.on_requeue(0, 0.2)
-    [plan] = policy.poll(0.2, {1: 1})
+    [plan] = policy.poll(0.2, PollContext({1: 1}))
     assert list(plan.batches[0].ids) == [7]
 
 
@@ -129,6 +126,6 @@ def test_none_mode_sends_whatever_is_queued():
     policy = NoLinger(acc, [1, 1], RequestLimits(1 << 20))
     append(acc, policy, 0, now=0.0)
     append(acc, policy, 1, now=0.0)
-    plans = policy.poll(0.0, {1: 5})
+    plans = policy.poll(0.0, PollContext({1: 5}))
     assert sent_slots(plans) == [[0, 1]] and plans[0].reason == "immediate"
     assert policy.next_wakeup() is None

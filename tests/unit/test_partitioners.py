@@ -249,12 +249,6 @@ class _Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[int, int]] = []
 
-    def admit(self, topic_index: int, count: int, now: float) -> int:
-        return count
-
-    def keyless_slots(self, *args: object) -> None:
-        return None
-
     def on_append(self, slot: int, event: int, now: float) -> None:
         self.events.append((slot, event))
 
