@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from producer_core.histogram import LatencyHistogram
+from producer_core.message_source import run_target_rate
 from producer_core.metric_catalog import HISTOGRAMS
 
 if TYPE_CHECKING:
@@ -267,8 +268,6 @@ class Results:
                client: Section | None = None) -> Results:
         """The Results of a run driver's run from `start` to `end` (its clock's seconds),
         whose schedule intended `intended` messages (0: unknown, those generated)."""
-        from producer_core.message_source import run_target_rate
-
         return cls(
             mode=mode, workload=workload.as_dict(), settings=settings, bootstrap=bootstrap,
             broker="", duration_s=max(end - start, 1e-9), metrics=metrics,
