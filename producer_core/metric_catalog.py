@@ -1,11 +1,12 @@
 """Every figure a run reports, declared once: where it is in the JSON, its unit, how the
 shares of a distributed run merge it, and whether compare-modes summarises it.
 
-Adding a metric means adding one line here (and recording it in `metrics.RunMetrics`):
 `Results.to_dict` writes the histograms from this table, `distributed.merge` adds, takes
 the largest of or merges what it says, compare-modes' summary, `kbatch report` and
-`kbatch gate` take their rows and short names from the `summary` entries, and a unit test
-checks every path against the results schema (producer_core/schemas/results-v1.json).
+`kbatch gate` take their rows and short names from the `summary` entries.
+tests/unit/test_metric_catalog.py checks the rest against it: every `RunMetrics` and
+`TopicMetrics` field is declared here (or the merge would drop it), every path is in the
+JSON `to_dict` writes and in the results schema (producer_core/schemas/results-v1.json).
 
 Pure data: no imports from the rest of kbatch.
 """
