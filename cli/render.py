@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from producer_core.metric_catalog import SUMMARY, SUMMARY_METRICS
+
 console = Console(stderr=True)
 """Progress and notices go to stderr so stdout stays clean for tables and pipes."""
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -149,10 +151,7 @@ def print_warnings(result: dict[str, Any]) -> None:
 
 
 def _cell(metric: str, cell: dict[str, float], repeat: int) -> str:
-    digits = 1 if metric in ("msgs_per_req", "partitions_per_request") or metric.endswith(
-        "_ms") else 0
-    if metric == "mb_per_s":
-        digits = 2
+    digits = SUMMARY[metric].digits
     text = f"{cell['median']:,.{digits}f}"
     if repeat > 1:
         text += f" ({cell['min']:,.{digits}f}–{cell['max']:,.{digits}f})"
@@ -161,7 +160,7 @@ def _cell(metric: str, cell: dict[str, float], repeat: int) -> str:
 
 def comparison_table(document: dict[str, Any]) -> Table:
     """The side-by-side table of `compare-modes`, like the seed's Improvement Summary."""
-    from producer_core.compare import SUMMARY_METRICS, change_text
+    from producer_core.compare import change_text
 
     summary = document["summary"]
     modes = [mode for mode in document["modes"] if mode in summary]  # a stopped run: fewer

@@ -15,8 +15,8 @@ from cli.errors import friendly_errors
 from cli.markdown import table_to_markdown
 from cli.output_paths import writable_dir, writable_file
 from cli.render import comparison_table, console, out, summary_table, topics_table
-from producer_core.compare import SUMMARY_METRICS
 from producer_core.histogram import LatencyHistogram
+from producer_core.metric_catalog import SUMMARY_METRICS
 from producer_core.modes import keeps_request_log
 from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results, run_group
 

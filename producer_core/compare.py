@@ -16,22 +16,10 @@ from typing import Any
 from producer_core.config import ProducerSettings, build_settings
 from producer_core.engine import Progress, run
 from producer_core.errors import UsageError
+from producer_core.metric_catalog import SUMMARY, SUMMARY_METRICS, Change
 from producer_core.metrics import SCHEMA_VERSION
 from producer_core.modes import mode as mode_spec
 from producer_core.workload import Workload
-
-SUMMARY_METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
-    "requests_sent": lambda r: r["requests_sent"],
-    "msgs_per_req": lambda r: r["msgs_per_req"],
-    "partitions_per_request": lambda r: r["partitions_per_request"]["mean"],
-    "p50_ms": lambda r: r["latency"]["p50_ms"],
-    "p95_ms": lambda r: r["latency"]["p95_ms"],
-    "p99_ms": lambda r: r["latency"]["p99_ms"],
-    "max_ms": lambda r: r["latency"]["max_ms"],
-    "achieved_msgs_per_s": lambda r: r["rate"]["achieved_msgs_per_s"],
-    "mb_per_s": lambda r: r["rate"]["mb_per_s"],
-    "failed": lambda r: r["messages"]["failed"],
-}
 
 
 @dataclass(frozen=True)
@@ -155,18 +143,20 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
 
 
 def change_text(metric: str, base: float, value: float) -> str:
-    """How `value` compares with `base`, in the words of the seed's Improvement Summary."""
-    if metric.endswith("_ms"):
+    """How `value` compares with `base`, in the words of the seed's Improvement Summary
+    (each summary metric's wording is declared in `metric_catalog`)."""
+    change = SUMMARY[metric].change if metric in SUMMARY else Change.PERCENT
+    if change is Change.DELTA_MS:
         delta = value - base
         return f"{delta:+,.1f} ms"
     if base == 0:
         return "-" if value == 0 else "new"
     ratio = value / base
-    if metric == "requests_sent":
+    if change is Change.FEWER_MORE:
         if value <= base:
             return f"{(1 - ratio) * 100:.1f}% fewer"
         return f"{(ratio - 1) * 100:.1f}% more"
-    if metric in ("msgs_per_req", "partitions_per_request"):
+    if change is Change.TIMES:
         return f"{ratio:,.1f}x"
     return f"{(ratio - 1) * 100:+.1f}%"
 

@@ -28,8 +28,7 @@ from producer_core.intervals import IntervalRecorder, engine_live
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
 from producer_core.linger.base import LatencyFeedback, PollContext, Reporting, RunStart
 from producer_core.memory import BatchMemory, BlockedGenerator
-from producer_core.message_source import run_target_rate
-from producer_core.metrics import RequestRecord, Results, RunMetrics
+from producer_core.metrics import RequestRecord, Results, RunMetrics, Section
 from producer_core.modes import mode as mode_spec
 from producer_core.partitioners import Partitioning
 from producer_core.run_checks import check_message_fits, largest_record, run_warnings
@@ -674,31 +673,20 @@ class Engine:
     def _results(self, end: float) -> Results:
         warnings = run_warnings(self.metrics, self.workload, "buffer.memory")
         warnings.extend(self.settings.warnings)
-        extra: dict[str, Any] = {"messages_intended": self._intended
-                                 or self.metrics.messages_generated,
-                                 "target_msgs_per_s": run_target_rate(self.workload)}
         state = self.sender.id
         self.metrics.idempotence = {
             "enabled": self.settings.idempotent, "producer_id": state.producer_id,
             "producer_epoch": state.epoch, "epoch_bumps": state.epoch_bumps,
         }
         policy = self.policy
-        extra["json"] = {}
-        if isinstance(policy, Reporting) and (collector := policy.stats()):
-            extra["json"] = {policy.stats_key: collector}
-        if self.txn is not None:
-            extra["json"]["transactions"] = self.txn.as_dict(self.coordinator.sent)
-        duration = max(end - self.start, 1e-9)
-        return Results(
-            mode=self.mode,
-            workload=self.workload.as_dict(),
-            settings=self.settings.as_dict(),
-            bootstrap=self.cluster.bootstrap,
-            broker="",
-            duration_s=duration,
-            metrics=self.metrics,
+        collector = policy.stats() if isinstance(policy, Reporting) else None
+        return Results.of_run(
+            self.mode, self.workload, self.settings.as_dict(), self.cluster.bootstrap,
+            self.metrics, start=self.start, end=end, intended=self._intended,
             warnings=warnings,
-            extra=extra,
+            policy=Section(policy.stats_key, collector) if collector else None,
+            transactions=(self.txn.as_dict(self.coordinator.sent) if self.txn is not None
+                          else None),
         )
 
 

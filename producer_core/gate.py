@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from producer_core.compare import SUMMARY_METRICS
 from producer_core.config import MODES
 from producer_core.errors import UsageError
+from producer_core.metric_catalog import SUMMARY_METRICS
 from producer_core.results_io import GROUPED_KINDS, run_group
 from producer_core.schema_check import resolve_ref
 

@@ -49,8 +49,7 @@ from producer_core.errors import BrokerError, ConfigError, UsageError
 from producer_core.generator import ClientBatching, Generator
 from producer_core.intervals import IntervalRecorder, Tally, run_tally, topic_tally
 from producer_core.memory import BlockedGenerator
-from producer_core.message_source import run_target_rate
-from producer_core.metrics import ClientCounts, Results, RunMetrics, TopicMetrics
+from producer_core.metrics import ClientCounts, Results, RunMetrics, Section, TopicMetrics
 from producer_core.partitioners import Partitioning
 from producer_core.run_checks import check_message_fits, run_warnings
 from producer_core.run_types import (
@@ -480,29 +479,19 @@ class LibrdkafkaRun:
             )
         from confluent_kafka import libversion
 
-        return Results(
-            mode="librdkafka",
-            workload=self.workload.as_dict(),
-            settings=dict(self.used_settings),
-            bootstrap=self.bootstrap,
-            broker="",
-            duration_s=max(end - self.start, 1e-9),
-            metrics=m,
-            warnings=warnings,
-            extra={
-                "messages_intended": self._intended or m.messages_generated,
-                "target_msgs_per_s": run_target_rate(self.workload),
-                "json": {"librdkafka": {
-                    "version": libversion()[0],
-                    "config": shown_config(self.config),
-                    "statistics_interval_ms": STATS_INTERVAL_MS,
-                    "produce_requests_by_broker": {
-                        str(k): v for k, v in sorted(self._produce_requests.items())},
-                    "batches": batches,
-                    "rtt_p50_ms": round(_weighted_median(self._rtt_p50), 3),
-                    "rtt_max_ms": round(self._rtt_max, 3),
-                }},
-            },
+        return Results.of_run(
+            "librdkafka", self.workload, dict(self.used_settings), self.bootstrap, m,
+            start=self.start, end=end, intended=self._intended, warnings=warnings,
+            client=Section("librdkafka", {
+                "version": libversion()[0],
+                "config": shown_config(self.config),
+                "statistics_interval_ms": STATS_INTERVAL_MS,
+                "produce_requests_by_broker": {
+                    str(k): v for k, v in sorted(self._produce_requests.items())},
+                "batches": batches,
+                "rtt_p50_ms": round(_weighted_median(self._rtt_p50), 3),
+                "rtt_max_ms": round(self._rtt_max, 3),
+            }),
         )
 
 

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from producer_core.histogram import LatencyHistogram
+from producer_core.message_source import run_target_rate
+from producer_core.metric_catalog import HISTOGRAMS
+
+if TYPE_CHECKING:
+    from producer_core.workload import Workload
 
 SCHEMA_VERSION = 1
 
@@ -212,8 +217,23 @@ def _distribution(values: np.ndarray, unit: str = "") -> dict[str, float]:
 
 
 @dataclass
+class Section:
+    """A named object of the results JSON whose fields a mode or a client chooses: a linger
+    policy's statistics (`collector`, ...), a client's own figures (`librdkafka`,
+    `kafka_java`). Shares merge it with `distributed.merge.merge_stats`."""
+
+    key: str
+    values: dict[str, Any]
+
+
+@dataclass
 class Results:
-    """The outcome of one run, in the shape of its JSON (see README, 'Results JSON')."""
+    """The outcome of one run, in the shape of its JSON (see README, 'Results JSON').
+
+    Every run driver (engine, librdkafka, kafka-java) builds it with `of_run`, the merge of
+    a distributed run with the constructor; `to_dict` is the one place the JSON is shaped.
+    The figures it holds are declared in `metric_catalog`.
+    """
 
     mode: str
     workload: dict[str, Any]
@@ -223,9 +243,53 @@ class Results:
     duration_s: float
     metrics: RunMetrics
     warnings: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
     started_at: str | None = None
     """Wall-clock start of the run, ISO 8601 UTC (set by the caller that started it)."""
+    messages_intended: int | None = None
+    """Messages the schedule asked for (None: the messages generated)."""
+    target_msgs_per_s: float | None = None
+    """The rate the run intended on average (None: the workload's `rate`, null if none)."""
+    policy: Section | None = None
+    """The linger policy's own statistics (a section keyed by the policy's `stats_key`)."""
+    transactions: dict[str, Any] | None = None
+    """A transactional run's transactions (`transactions.TxnState.as_dict`)."""
+    client: Section | None = None
+    """A client driver's own figures (`librdkafka`, `kafka_java`)."""
+    verify: dict[str, Any] | None = None
+    """--verify's read-back (`verify_read.VerifyingRun`)."""
+    runner: dict[str, Any] | None = None
+    """How a distributed run ran (`distributed.spark_runner`)."""
+
+    @classmethod
+    def of_run(cls, mode: str, workload: Workload, settings: dict[str, Any], bootstrap: str,
+               metrics: RunMetrics, *, start: float, end: float, intended: int,
+               warnings: list[str], policy: Section | None = None,
+               transactions: dict[str, Any] | None = None,
+               client: Section | None = None) -> Results:
+        """The Results of a run driver's run from `start` to `end` (its clock's seconds),
+        whose schedule intended `intended` messages (0: unknown, those generated)."""
+        return cls(
+            mode=mode, workload=workload.as_dict(), settings=settings, bootstrap=bootstrap,
+            broker="", duration_s=max(end - start, 1e-9), metrics=metrics,
+            warnings=warnings, messages_intended=intended or metrics.messages_generated,
+            target_msgs_per_s=run_target_rate(workload), policy=policy,
+            transactions=transactions, client=client,
+        )
+
+    def sections(self) -> dict[str, Any]:
+        """The JSON's objects named by the run's mode, client and wrappers, in JSON order."""
+        named: dict[str, Any] = {}
+        if self.policy is not None and self.policy.values:
+            named[self.policy.key] = self.policy.values
+        if self.transactions is not None:
+            named["transactions"] = self.transactions
+        if self.client is not None:
+            named[self.client.key] = self.client.values
+        if self.verify is not None:
+            named["verify"] = self.verify
+        if self.runner is not None:
+            named["runner"] = self.runner
+        return named
 
     @property
     def requests_sent(self) -> int:
@@ -267,7 +331,8 @@ class Results:
             "bytes_per_request": per_bytes,
             "requests_by_broker": {str(k): v for k, v in sorted(m.requests_by_broker.items())},
             "messages": {
-                "intended": self.extra.get("messages_intended", m.messages_generated),
+                "intended": (self.messages_intended if self.messages_intended is not None
+                             else m.messages_generated),
                 "sent": m.messages_generated,
                 "acknowledged": m.messages_acked,
                 "failed": m.messages_failed,
@@ -280,7 +345,8 @@ class Results:
                 "aborted": m.messages_aborted,
             },
             "rate": {
-                "target_msgs_per_s": self.extra.get("target_msgs_per_s", target),
+                "target_msgs_per_s": (self.target_msgs_per_s
+                                      if self.target_msgs_per_s is not None else target),
                 "achieved_msgs_per_s": round(self.achieved_rate, 1),
                 "mb_per_s": payload_mb_per_s(m.payload_bytes, m.messages_generated,
                                              m.messages_acked, self.duration_s),
@@ -290,11 +356,7 @@ class Results:
             "compression": compression_summary(
                 str(self.settings.get("compression.type", "none")), m.payload_bytes,
                 m.bytes_sent, self.requests_sent),
-            "latency": _summary(m.latency),
-            "generator_lag": _summary(m.generator_lag),
-            "linger": _summary(m.linger),
-            "rtt": _summary(m.rtt),
-            "batch_linger": _summary(m.batch_linger),
+            **{h.path: _summary(getattr(m, h.name)) for h in HISTOGRAMS},
             "send_rate_per_s": round(self.requests_sent / self.duration_s, 3)
             if self.duration_s > 0 else 0.0,
             "generator_blocked": {
@@ -302,19 +364,13 @@ class Results:
                 "max_ms": round(m.blocked_max_s * 1000, 3),
                 "episodes": m.blocked_episodes,
             },
-            "histograms": {
-                "latency_us": m.latency.encode(),
-                "generator_lag_us": m.generator_lag.encode(),
-                "linger_us": m.linger.encode(),
-                "rtt_us": m.rtt.encode(),
-                "batch_linger_us": m.batch_linger.encode(),
-            },
+            "histograms": {h.histogram_key: getattr(m, h.name).encode() for h in HISTOGRAMS},
             "topics": {name: t.to_dict(self.duration_s) for name, t in m.topics.items()},
             **({"intervals": m.intervals.to_dict()} if m.intervals is not None else {}),
             "complete": m.complete,
             "idempotence": dict(m.idempotence),
             "warnings": self.warnings,
-            **self.extra.get("json", {}),
+            **self.sections(),
         }
 
 

@@ -232,7 +232,7 @@ def verify_unsupported(workload: Workload) -> str | None:
 class VerifyingRun:
     """Wraps an engine `run`: offsets before, deliveries during, read-back after.
 
-    The `verify` object lands in the run's results JSON through `Results.extra['json']`,
+    The `verify` object lands in the run's results JSON through `Results.verify`,
     so `produce` and `compare-modes` (which builds documents from Results) both carry it.
     A run that did not complete (stopped by a signal) is not read back.
     """
@@ -254,5 +254,5 @@ class VerifyingRun:
         if document.get("complete") is False or (stop is not None and stop.is_set()):
             return results
         verify = verify_run(bootstrap, starts, deliveries, document, self.timeout_s, client)
-        results.extra.setdefault("json", {})["verify"] = verify
+        results.verify = verify
         return results

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from producer_core.compare import compare, parse_mode_configs
-from producer_core.metrics import RequestRecord, Results, RunMetrics
+from producer_core.metrics import RequestRecord, Results, RunMetrics, Section
 from producer_core.results_io import RunRecorder, add_facts
 from producer_core.workload import Workload
 
@@ -35,16 +35,16 @@ def fake_results(mode: str, seed: int = 1, workload: dict | None = None) -> Resu
     metrics.latency.record_seconds(rng.exponential(scale, messages))
     metrics.generator_lag.record_seconds(rng.exponential(0.001, messages))
     metrics.rtt.record_seconds(rng.uniform(0.001, 0.010, requests))
-    extra: dict = {"messages_intended": messages}
+    policy = None
     if mode == "broker":
-        extra["json"] = {"collector": {
+        policy = Section("collector", {
             "sends": requests, "sends_by_reason": {"broker_linger": requests, "flush": 0},
             "partitions_per_send": {"mean": 8.0, "p50": 8.0, "max": 8.0},
-        }}
+        })
     return Results(mode=mode, workload=dict(workload or WORKLOAD),
                    settings={"linger.ms": 5, "acks": "1"}, bootstrap="127.0.0.1:9092",
                    broker="test cluster", duration_s=2.0 + seed / 100, metrics=metrics,
-                   extra=extra)
+                   messages_intended=messages, policy=policy)
 
 
 def fake_comparison(modes: tuple[str, ...] = ("partition", "broker"), repeat: int = 1,

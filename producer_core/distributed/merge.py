@@ -30,23 +30,24 @@ from typing import Any
 
 from producer_core.histogram import LatencyHistogram
 from producer_core.intervals import Series, merge_intervals
+from producer_core.metric_catalog import Merge, recorded, topic_recorded
 from producer_core.metrics import (
     REQUEST_LOG_FIELDS,
     ClientCounts,
     RequestRecord,
     Results,
     RunMetrics,
+    Section,
     TopicMetrics,
 )
 
-HISTOGRAMS = ("latency", "generator_lag", "linger", "rtt", "batch_linger")
-COUNTERS = ("retried_requests", "records_sent", "bytes_sent", "messages_generated",
-            "messages_acked", "messages_failed", "blocked_s", "blocked_episodes",
-            "messages_discarded", "messages_unknown", "messages_sent_unacknowledged")
-TOPIC_COUNTERS = ("requests", "records_sent", "bytes_sent", "generated", "acknowledged",
-                  "failed", "discarded", "unknown", "sent_unacknowledged")
-PAYLOAD_COUNTERS = ("payload_bytes",)
-"""Counters of RunMetrics and TopicMetrics alike (key and value bytes generated)."""
+# What each figure's merge is comes from producer_core.metric_catalog.
+COUNTERS = recorded(Merge.SUM)
+MAXIMA = recorded(Merge.MAX)
+FLAGS = recorded(Merge.ALL)
+HISTOGRAMS = recorded(Merge.HISTOGRAM)
+TOPIC_COUNTERS = topic_recorded(Merge.SUM)
+TOPIC_HISTOGRAMS = topic_recorded(Merge.HISTOGRAM)
 _SUMMARY_KEY = re.compile(r"(?:^|_)(mean|max|min|p\d+)(?:_|$)")
 _SUMMARY_DICT_KEY = re.compile(r"(?:mean|max|min|p\d+)(?:_ms|_s|_us)?")
 _CONSTANT_KEYS = {"config", "version", "statistics_interval_ms"}
@@ -66,24 +67,28 @@ def to_payload(results: Results) -> dict[str, Any]:
         "broker": results.broker,
         "duration_s": results.duration_s,
         "warnings": list(results.warnings),
-        "extra": results.extra,
         "started_at": results.started_at,
-        "counters": {name: getattr(m, name) for name in COUNTERS},
-        "blocked_max_s": m.blocked_max_s,
+        "messages_intended": results.messages_intended,
+        "target_msgs_per_s": results.target_msgs_per_s,
+        "policy": asdict(results.policy) if results.policy is not None else None,
+        "transactions": results.transactions,
+        "client": asdict(results.client) if results.client is not None else None,
+        "verify": results.verify,
+        "runner": results.runner,
+        "counters": {name: getattr(m, name) for name in COUNTERS + MAXIMA + FLAGS},
         "failed_reasons": dict(m.failed_reasons),
         "unknown_reasons": dict(m.unknown_reasons),
-        "complete": m.complete,
         "idempotence": dict(m.idempotence),
         "discard_reasons": dict(m.discard_reasons),
         "requests_by_broker": dict(m.requests_by_broker),
         "histograms": {name: getattr(m, name).encode() for name in HISTOGRAMS},
         "requests": {name: [getattr(r, name) for r in m.requests] for name in REQUEST_LOG_FIELDS},
         "client_counts": asdict(m.client_counts) if m.client_counts is not None else None,
-        "payload_bytes": m.payload_bytes,
         "intervals": m.intervals.to_dict() if m.intervals is not None else None,
         "topics": {
-            name: {**{c: getattr(t, c) for c in TOPIC_COUNTERS + PAYLOAD_COUNTERS},
-                   "discard_reasons": dict(t.discard_reasons), "latency": t.latency.encode()}
+            name: {**{c: getattr(t, c) for c in TOPIC_COUNTERS},
+                   **{h: getattr(t, h).encode() for h in TOPIC_HISTOGRAMS},
+                   "discard_reasons": dict(t.discard_reasons)}
             for name, t in m.topics.items()
         },
     }
@@ -94,13 +99,10 @@ def from_payload(payload: dict[str, Any]) -> Results:
     m = RunMetrics()
     for name, value in payload["counters"].items():
         setattr(m, name, value)
-    m.blocked_max_s = payload["blocked_max_s"]
-    m.payload_bytes = payload.get("payload_bytes", 0)
     if payload.get("intervals"):
         m.intervals = Series(payload["intervals"])
     m.failed_reasons.update(payload["failed_reasons"])
     m.unknown_reasons.update(payload["unknown_reasons"])
-    m.complete = payload["complete"]
     m.idempotence = dict(payload["idempotence"])
     m.discard_reasons.update(payload["discard_reasons"])
     m.requests_by_broker.update({int(k): v for k, v in payload["requests_by_broker"].items()})
@@ -112,16 +114,21 @@ def from_payload(payload: dict[str, Any]) -> Results:
     if payload["client_counts"] is not None:
         m.client_counts = ClientCounts(**payload["client_counts"])
     for name, data in payload["topics"].items():
-        topic = TopicMetrics(**{c: data[c] for c in TOPIC_COUNTERS},
-                             payload_bytes=data.get("payload_bytes", 0))
+        topic = TopicMetrics(**{c: data[c] for c in TOPIC_COUNTERS})
         topic.discard_reasons.update(data["discard_reasons"])
-        topic.latency = LatencyHistogram.decode(data["latency"])
+        for h in TOPIC_HISTOGRAMS:
+            setattr(topic, h, LatencyHistogram.decode(data[h]))
         m.topics[name] = topic
     return Results(
         mode=payload["mode"], workload=payload["workload"], settings=payload["settings"],
         bootstrap=payload["bootstrap"], broker=payload["broker"],
         duration_s=payload["duration_s"], metrics=m, warnings=list(payload["warnings"]),
-        extra=payload["extra"], started_at=payload["started_at"],
+        started_at=payload["started_at"], messages_intended=payload["messages_intended"],
+        target_msgs_per_s=payload["target_msgs_per_s"],
+        policy=Section(**payload["policy"]) if payload["policy"] is not None else None,
+        transactions=payload["transactions"],
+        client=Section(**payload["client"]) if payload["client"] is not None else None,
+        verify=payload["verify"], runner=payload["runner"],
     )
 
 
@@ -146,34 +153,29 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         m.requests_by_broker.update(s.requests_by_broker)
         for name in COUNTERS:
             setattr(m, name, getattr(m, name) + getattr(s, name))
-        m.blocked_max_s = max(m.blocked_max_s, s.blocked_max_s)
-        m.payload_bytes += s.payload_bytes
+        for name in MAXIMA:
+            setattr(m, name, max(getattr(m, name), getattr(s, name)))
+        for name in FLAGS:
+            setattr(m, name, getattr(m, name) and getattr(s, name))
         m.failed_reasons.update(s.failed_reasons)
         m.unknown_reasons.update(s.unknown_reasons)
-        m.complete = m.complete and s.complete
         m.discard_reasons.update(s.discard_reasons)
         for name in HISTOGRAMS:
             getattr(m, name).merge(getattr(s, name))
         for name, topic in s.topics.items():
             merged = m.topics.setdefault(name, TopicMetrics())
-            for counter in TOPIC_COUNTERS + PAYLOAD_COUNTERS:
+            for counter in TOPIC_COUNTERS:
                 setattr(merged, counter, getattr(merged, counter) + getattr(topic, counter))
+            for histogram in TOPIC_HISTOGRAMS:
+                getattr(merged, histogram).merge(getattr(topic, histogram))
             merged.discard_reasons.update(topic.discard_reasons)
-            merged.latency.merge(topic.latency)
     m.requests.sort(key=lambda r: r.send_time_s)  # stable: a share's own order is kept
     intervals = merge_intervals([s.metrics.intervals.to_dict() for s in shares
                                  if s.metrics.intervals is not None])
     m.intervals = Series(intervals) if intervals is not None else None
     m.client_counts = _merge_client_counts([s.metrics.client_counts for s in shares])
     first = shares[0]
-    extra: dict[str, Any] = {"messages_intended": sum(
-        s.extra.get("messages_intended", s.metrics.messages_generated) for s in shares)}
-    targets = [s.extra.get("target_msgs_per_s") for s in shares]
-    if targets and all(t is not None for t in targets):
-        extra["target_msgs_per_s"] = round(sum(targets), 3)
-    stats = merge_stats([s.extra.get("json", {}) for s in shares])
-    if stats:
-        extra["json"] = stats
+    targets = [s.target_msgs_per_s for s in shares]
     started = [s.started_at for s in shares if s.started_at]
     return Results(
         mode=first.mode,
@@ -184,9 +186,25 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         duration_s=max(s.duration_s for s in shares),
         metrics=m,
         warnings=merge_warnings([s.warnings for s in shares]),
-        extra=extra,
         started_at=min(started) if started else None,
+        messages_intended=sum(s.messages_intended if s.messages_intended is not None
+                              else s.metrics.messages_generated for s in shares),
+        target_msgs_per_s=(round(sum(targets), 3)  # type: ignore[arg-type]
+                           if all(t is not None for t in targets) else None),
+        policy=_merge_section([s.policy for s in shares]),
+        transactions=merge_stats([s.transactions for s in shares], key="transactions"),
+        client=_merge_section([s.client for s in shares]),
     )
+
+
+def _merge_section(sections: Sequence[Section | None]) -> Section | None:
+    """The shares' sections of one name (one mode, one client) merged by `merge_stats`."""
+    key = next((s.key for s in sections if s is not None), None)
+    if key is None:
+        return None
+    values = merge_stats([s.values if s is not None and s.key == key else None
+                          for s in sections], key=key)
+    return Section(key, values) if values else None
 
 
 def merge_payloads(payloads: Sequence[dict[str, Any]],

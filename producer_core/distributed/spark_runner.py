@@ -332,8 +332,7 @@ class SparkRunner:
                     f"Share {info['index']} started {offset:.2f} s after the common start "
                     "instant, so its schedule is shifted by that much against the others; "
                     f"raise --spark-start-lead (now {self.start_lead_s:g} s).")
-        json_extra = merged.extra.setdefault("json", {})
-        json_extra["runner"] = {
+        merged.runner = {
             "name": "spark",
             "master": self.master.url,
             "workers": self.workers,

@@ -36,7 +36,14 @@ from producer_core.histogram import LatencyHistogram
 from producer_core.kafka_java import protocol
 from producer_core.kafka_java.driver import Driver, prepare
 from producer_core.kafka_java.settings import java_properties
-from producer_core.metrics import ClientCounts, RequestRecord, Results, RunMetrics, TopicMetrics
+from producer_core.metrics import (
+    ClientCounts,
+    RequestRecord,
+    Results,
+    RunMetrics,
+    Section,
+    TopicMetrics,
+)
 from producer_core.run_checks import check_message_fits, run_warnings
 from producer_core.run_types import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
 from producer_core.security import redact, scrub
@@ -344,28 +351,21 @@ class KafkaJavaRun:
             warnings.append(f"Produce requests could not be counted in the client "
                             f"({result.get('interception')}): requests_sent is 0; see "
                             "kafka_java.node_request_total.")
-        return Results(
-            mode="kafka-java",
-            workload=self.workload.as_dict(),
-            settings={k: self.settings[k] for k in self.properties if k in self.settings.values},
-            bootstrap=self.bootstrap,
-            broker="",
-            duration_s=max(end - self.start, 1e-9),
-            metrics=m,
+        return Results.of_run(
+            "kafka-java", self.workload,
+            {k: self.settings[k] for k in self.properties if k in self.settings.values},
+            self.bootstrap, m, start=self.start, end=end, intended=self._intended,
             warnings=warnings,
-            extra={
-                "messages_intended": self._intended or m.messages_generated,
-                "json": {"kafka_java": {
-                    "client_version": self.client_version,
-                    "protocol": protocol.PROTOCOL_VERSION,
-                    "properties": redact(self.properties),
-                    "request_counting": result.get("interception"),
-                    "produce_requests_by_broker": result.get("requests_by_node", {}),
-                    "node_request_total": result.get("node_request_total", {}),
-                    "producer_metrics": producer_metrics,
-                    "clock_offset_uncertainty_us": round(self.clock_uncertainty_us, 1),
-                }},
-            },
+            client=Section("kafka_java", {
+                "client_version": self.client_version,
+                "protocol": protocol.PROTOCOL_VERSION,
+                "properties": redact(self.properties),
+                "request_counting": result.get("interception"),
+                "produce_requests_by_broker": result.get("requests_by_node", {}),
+                "node_request_total": result.get("node_request_total", {}),
+                "producer_metrics": producer_metrics,
+                "clock_offset_uncertainty_us": round(self.clock_uncertainty_us, 1),
+            }),
         )
 
 

@@ -85,7 +85,7 @@ def test_the_run_lasts_as_long_as_its_longest_share_and_rates_are_recomputed():
     assert document["msgs_per_req"] == round(
         sum(s.metrics.records_sent for s in shares) / merged.requests_sent, 3)
     assert document["messages"]["intended"] == sum(
-        s.extra["messages_intended"] for s in shares)
+        s.messages_intended for s in shares)
     assert merged.started_at == "2025-01-01T00:00:01.000Z"
 
 

@@ -33,7 +33,7 @@ def test_results_show_the_mean_target_and_the_size_distributions() -> None:
     workload = load_workload(ROOT / "workloads" / "bursts-and-ramps.yaml")
     results = Results(mode="partition", workload=workload.as_dict(), settings={},
                       bootstrap="b", broker="", duration_s=20.0, metrics=RunMetrics(),
-                      extra={"target_msgs_per_s": run_target_rate(workload)})
+                      target_msgs_per_s=run_target_rate(workload))
     document = results.to_dict()
     assert document["rate"]["target_msgs_per_s"] == pytest.approx(7375, abs=1)
     sizes = document["workload"]["value_size"]
