@@ -151,7 +151,7 @@ class Engine:
             self.sender.on_producer_id(*await self.cluster.init_producer_id())
         self.blocked = BlockedGenerator(self.settings["max.block.ms"] / 1000.0, self.metrics)
         self.batch_memory: BatchMemory | None = None
-        if self.mode == "java":  # Java's BufferPool: batch.size per batch until its response
+        if mode_spec(self.mode).buffer_pool:  # batch.size per batch until its outcome
             record = max(largest_record(spec) for spec in specs)
             self.batch_memory = BatchMemory(self.settings["buffer.memory"],
                                             max(self.settings.batch_size, record))

@@ -29,7 +29,9 @@ class ModeSpec:
     `ignores`: (setting, why) for settings that exist but this mode does not apply; given
     explicitly, each gets its warning. `check`: the mode's own check of its settings,
     "module:function" taking `(explicit, values, warnings)` and raising ConfigError.
-    `transactions`: the mode can run with ``transactional.id``."""
+    `transactions`: the mode can run with ``transactional.id``. `buffer_pool`: the engine
+    accounts ``buffer.memory`` as Java's BufferPool does (batch.size per batch from its
+    creation until its outcome) instead of by queued bytes."""
 
     name: str
     help: str
@@ -44,6 +46,7 @@ class ModeSpec:
     ignores: tuple[tuple[str, str], ...] = ()
     check: str | None = None
     transactions: bool = True
+    buffer_pool: bool = False
 
     def __post_init__(self) -> None:
         if (self.policy is None) == (self.driver is None):
@@ -90,7 +93,8 @@ REGISTRY: tuple[ModeSpec, ...] = (
                        "(deprecated per the broker-level linger design)"),)),
     ModeSpec("java", "the Java producer, a broker is ready when any of its partitions is "
              "and then sends all of them", policy="producer_core.linger.java:java_policy",
-             reads=("linger.ms",), check="producer_core.config:check_java"),
+             reads=("linger.ms",), check="producer_core.config:check_java",
+             buffer_pool=True),
     ModeSpec("bruce", "Bruce's per-topic and combined batches, late partition choice and "
              "rate limits (bruce.*)", policy="producer_core.linger.bruce:bruce_policy",
              window="bruce.combined.max.delay.ms",
