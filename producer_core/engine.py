@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 from aiokafka.errors import KafkaConnectionError
-from aiokafka.protocol.produce import ProduceRequest
 
 from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.config import ProducerSettings
@@ -31,6 +30,7 @@ from producer_core.message_source import run_target_rate
 from producer_core.metrics import RequestRecord, Results, RunMetrics
 from producer_core.modes import mode as mode_spec
 from producer_core.partitioners import Partitioning
+from producer_core.produce_wire import ProduceRequest
 from producer_core.run_checks import check_message_fits, largest_record, run_warnings
 from producer_core.run_types import (  # re-exported: callers import them from here
     INTERRUPTED,
