@@ -147,3 +147,61 @@ def test_truncated_response_is_an_error() -> None:
     raw = ProduceResponse_v7([("a", [(0, 0, 1, -1, 0)])], 0).encode()
     with pytest.raises(struct.error):
         decode_produce_response(raw[:-6], 7)
+
+
+class _Policy:
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+
+    def on_acknowledged(self, broker: int, latencies_s: object, now: float) -> None:
+        self.latencies.extend(latencies_s)  # type: ignore[call-overload]
+
+
+def _engine(slots: list[TopicPartition], warmup_s: float, deliveries: list) -> object:
+    """An Engine with only what `_acknowledge_all` reads."""
+    from types import SimpleNamespace
+
+    from producer_core.engine import Engine
+    from producer_core.metrics import RunMetrics, TopicMetrics
+
+    engine = Engine.__new__(Engine)
+    engine.metrics = RunMetrics()
+    for name in ("a", "b"):
+        engine.metrics.topics[name] = TopicMetrics()
+    engine.slot_metrics = [engine.metrics.topics[tp.topic] for tp in slots]
+    engine.slots = slots
+    engine.workload = SimpleNamespace(warmup_s=warmup_s)
+    engine._warmup_until = 1.0
+    engine.policy = _Policy()
+    engine.txn = None
+    engine.deliveries = deliveries
+    return engine
+
+
+@pytest.mark.parametrize("warmup_s", [0.0, 1.0])
+def test_acknowledge_all_accounts_every_message_per_topic(warmup_s: float) -> None:
+    slots = [TopicPartition("a", 0), TopicPartition("b", 0), TopicPartition("a", 1)]
+    acc = Accumulator(slots, 1 << 20)
+    intended = {0: [0.5, 1.5, 2.0], 1: [0.25, 3.0], 2: [1.0]}
+    message_id = 0
+    for slot, times in intended.items():
+        for when in times:
+            acc.append(slot, message_id, None, b"v", when, 0.0, 0)
+            message_id += 1
+    batches = [acc.pop_head(slot, 0.0) for slot in (0, 1, 2)]
+    deliveries: list = []
+    engine = _engine(slots, warmup_s, deliveries)
+    engine._acknowledge_all(3, [(b, 10 * b.slot) for b in batches], 4.0)  # type: ignore
+
+    kept = [t for t in intended[0] + intended[2] + intended[1] if not warmup_s or t >= 1.0]
+    assert engine.policy.latencies == [4.0 - t for t in kept]  # type: ignore
+    metrics = engine.metrics  # type: ignore
+    assert metrics.messages_acked == 6
+    assert metrics.topics["a"].acknowledged == 4 and metrics.topics["b"].acknowledged == 2
+    assert metrics.latency.count == len(kept)
+    a_kept = [t for t in intended[0] + intended[2] if not warmup_s or t >= 1.0]
+    assert metrics.topics["a"].latency.count == len(a_kept)
+    assert metrics.topics["a"].latency.percentile_ms(100) == pytest.approx(
+        (4.0 - min(a_kept)) * 1000, rel=1e-3)
+    assert [(d.topic, d.partition, d.base_offset, d.message_ids) for d in deliveries] == [
+        ("a", 0, 0, [0, 1, 2]), ("b", 0, 10, [3, 4]), ("a", 1, 20, [5])]
