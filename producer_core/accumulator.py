@@ -89,11 +89,12 @@ class ProducerBatch:
     def stamp(self, producer_id: int, epoch: int, sequence: int,
               transactional: bool = False) -> None:
         """Write producer id, epoch and base sequence (and, for a transactional producer,
-        the isTransactional attribute) into the sealed batch header.
+        the isTransactional attribute) into the batch header.
 
-        Sequences are assigned when a batch is first sent (and again after an epoch bump),
-        after its bytes were built, so the header fields are patched and the CRC (which
-        covers everything from the attributes on) recomputed.
+        Sequences are assigned when a batch is first sent (and again after an epoch bump).
+        A batch not built yet is built with them; one already built (compressed, or
+        re-stamped after an epoch bump) or transactional has the header fields patched and
+        the CRC (which covers everything from the attributes on) recomputed.
         """
         if self.payload is None and not transactional:
             # not built yet (a first send): the builder writes the fields and the CRC in

@@ -18,9 +18,9 @@ from typing import Any
 
 from aiokafka.protocol.produce import ProduceRequest as AiokafkaProduceRequest
 
-_HEAD = struct.Struct(">hiI")
+_HEAD = struct.Struct(">hii")
 """required_acks, timeout, topic count."""
-_COUNT = struct.Struct(">I")
+_COUNT = struct.Struct(">i")
 _PARTITION = struct.Struct(">ii")
 """partition index and the record set's length."""
 _SHORT = struct.Struct(">h")
@@ -62,7 +62,7 @@ def decode_produce_response(data: bytes | memoryview, version: int
     entry = _ENTRY_V5 if version >= 5 else _ENTRY_V3
     view = memoryview(data)
     position = 0
-    (topic_count,) = _COUNT.unpack_from(view, position)
+    (topic_count,) = _COUNT.unpack_from(view, position)  # -1 (null) reads as none
     position += 4
     topics = []
     for _ in range(topic_count):
@@ -72,7 +72,7 @@ def decode_produce_response(data: bytes | memoryview, version: int
         position += length
         (count,) = _COUNT.unpack_from(view, position)
         position += 4
-        end = position + count * entry.size
+        end = position + max(count, 0) * entry.size
         topics.append((topic, list(entry.iter_unpack(view[position:end]))))
         position = end
     (throttle,) = _THROTTLE.unpack_from(view, position)
