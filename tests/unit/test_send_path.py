@@ -173,6 +173,7 @@ def _engine(slots: list[TopicPartition], warmup_s: float, deliveries: list) -> o
     engine.workload = SimpleNamespace(warmup_s=warmup_s)
     engine._warmup_until = 1.0
     engine.policy = _Policy()
+    engine._on_acknowledged = engine.policy.on_acknowledged  # main's optional policy hook
     engine.txn = None
     engine.deliveries = deliveries
     return engine
