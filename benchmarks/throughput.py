@@ -1,6 +1,7 @@
 """Unthrottled producer throughput: kbatch's engine against two reference Python producers.
 
     python benchmarks/throughput.py [--seconds 10] [--partitions 64] [--size 100] [--json PATH]
+                                    [--only NAME ...]
 
 Four measurements, each on a FRESH embedded Tansu broker (Tansu keeps every message in
 memory, ~1.1 GB RSS per 8M 100-byte messages) and a fresh topic, all in one run:
@@ -12,8 +13,10 @@ memory, ~1.1 GB RSS per 8M 100-byte messages) and a fresh topic, all in one run:
 4. aiokafka batch API: create_batch() filled until append() returns None, send_batch() to
    partitions round-robin, up to N batch futures outstanding; no per-message accounting
 
-msgs/s is acknowledged messages / elapsed time until the last acknowledgement. Progress goes
-to stderr, the table to stdout.
+msgs/s is acknowledged messages / elapsed time until the last acknowledgement. Each row also
+says how the CPU was shared: CPU time per message of the producer process and of the broker
+(/proc/<pid>/stat), so a ratio can be read against what the two cores could give. Progress
+goes to stderr, the table to stdout.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class Measurement:
     failed: int = 0
     broker_rss_mb: float | None = None
     other_cpu_cores: float | None = None
+    producer_cpu_s: float | None = None
+    """CPU (user + system, all threads) of this process during the measurement."""
+    broker_cpu_s: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -119,6 +125,22 @@ class OtherLoad:
     def __init__(self, broker_pid: int | None) -> None:
         self.paths = ["/proc/self/stat"] + ([f"/proc/{broker_pid}/stat"] if broker_pid else [])
         self.start = self._sample()
+        self.split_start = self._split()
+
+    def _split(self) -> list[float] | None:
+        try:
+            return [_cpu_seconds(path) for path in self.paths]
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def split(self) -> tuple[float | None, float | None]:
+        """CPU seconds of (this process, the broker) since the start: how the cores were
+        shared between producer and broker (the broker must be read before it stops)."""
+        end = self._split()
+        if self.split_start is None or end is None:
+            return None, None
+        used = [b - a for a, b in zip(self.split_start, end, strict=True)]
+        return used[0], (used[1] if len(used) > 1 else None)
 
     def _sample(self) -> tuple[float, float, float] | None:
         try:
@@ -162,7 +184,7 @@ def bench_kbatch(mode: str, bootstrap: str, topic: str, args: argparse.Namespace
         topic=topic, partitions=args.partitions, rate=None, duration_s=args.seconds,
         message_size=args.size,
     )
-    settings = build_settings({}, mode=mode)
+    settings = build_settings(args.kbatch_setting or [], mode=mode)
     last = [0.0]
 
     def on_progress(p: Progress) -> None:
@@ -357,6 +379,7 @@ def measure(index: int, name: str, bench: Any, args: argparse.Namespace) -> Meas
         load = OtherLoad(broker.pid)
         result: Measurement = bench(broker.bootstrap, topic, args)
         result.other_cpu_cores = load.cores()
+        result.producer_cpu_s, result.broker_cpu_s = load.split()
         result.broker_rss_mb = rss_mb(broker.pid)
     p99 = f"{result.p99_ms:.1f} ms" if result.p99_ms is not None else "not measured"
     rss = f"{result.broker_rss_mb:,.0f} MiB" if result.broker_rss_mb is not None else "?"
@@ -374,8 +397,11 @@ def render(results: list[Measurement], args: argparse.Namespace) -> str:
     cores = os.cpu_count()
     lines.append(
         f"Unthrottled produce throughput: {args.size}-byte values, keyless, "
-        f"{args.partitions} partitions, {args.seconds:g} s each, acks=1, one fresh "
-        "embedded Tansu broker (in-memory) per measurement."
+        f"{args.partitions} partitions, {args.seconds:g} s each, one fresh "
+        "embedded Tansu broker (in-memory) per measurement. confluent-kafka and aiokafka: "
+        "acks=1, no idempotence; kbatch: "
+        + (", ".join(f"{k}={v}" for k, v in args.kbatch_setting) if args.kbatch_setting
+           else "its defaults (acks=all, enable.idempotence=true, as Java >= 3.0)") + "."
     )
     lines.append(
         f"Machine: {cores} CPU cores, shared by the producer and the broker on the same host; "
@@ -406,6 +432,9 @@ def render(results: list[Measurement], args: argparse.Namespace) -> str:
             notes.append(f"broker RSS {r.broker_rss_mb:,.0f} MiB")
         if r.other_cpu_cores is not None:
             notes.append(f"other load {r.other_cpu_cores:.2f} cores")
+        if r.producer_cpu_s is not None and r.broker_cpu_s is not None and r.messages:
+            notes.append(f"CPU us/msg producer {r.producer_cpu_s / r.messages * 1e6:.2f}, "
+                         f"broker {r.broker_cpu_s / r.messages * 1e6:.2f}")
         lines.append(f"{r.name:<20} {r.messages:>12,} {r.seconds:>8.2f} {r.rate:>12,.0f} "
                      f"{p99}  {', '.join(notes)}")
     lines.append("")
@@ -439,12 +468,25 @@ def ratios(results: list[Measurement]) -> dict[str, float]:
     return out
 
 
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="produce time per run")
     parser.add_argument("--partitions", type=int, default=64, help="partitions per topic")
     parser.add_argument("--size", type=int, default=100, help="value bytes")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("-X", dest="kbatch_setting", action="append", type=_setting,
+                        metavar="KEY=VALUE",
+                        help="a kbatch producer setting (repeatable), e.g. -X acks=1 -X "
+                        "enable.idempotence=false to match the references' acks=1")
+    parser.add_argument("--only", action="append", choices=[name for name, _ in BENCHES],
+                        help="run only this measurement (repeatable); default all")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.partitions < 1 or args.size < 0:
         parser.error("--seconds must be > 0, --partitions >= 1, --size >= 0")
@@ -452,7 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{len(BENCHES)} measurements of {args.seconds:g} s on {os.cpu_count()} cores "
         "(shared with the broker)")
     try:
-        results = [measure(i, name, bench, args) for i, (name, bench) in enumerate(BENCHES, 1)]
+        results = [measure(i, name, bench, args) for i, (name, bench) in enumerate(BENCHES, 1)
+                   if not args.only or name in args.only]
     except KeyboardInterrupt:  # the broker of the measurement under way is already stopped
         log("interrupted")
         return 130

@@ -89,12 +89,21 @@ class ProducerBatch:
     def stamp(self, producer_id: int, epoch: int, sequence: int,
               transactional: bool = False) -> None:
         """Write producer id, epoch and base sequence (and, for a transactional producer,
-        the isTransactional attribute) into the sealed batch header.
+        the isTransactional attribute) into the batch header.
 
-        Sequences are assigned when a batch is first sent (and again after an epoch bump),
-        after its bytes were built, so the header fields are patched and the CRC (which
-        covers everything from the attributes on) recomputed.
+        Sequences are assigned when a batch is first sent (and again after an epoch bump).
+        A batch not built yet is built with them; one already built (compressed, or
+        re-stamped after an epoch bump) or transactional has the header fields patched and
+        the CRC (which covers everything from the attributes on) recomputed.
         """
+        if self.payload is None and not transactional:
+            # not built yet (a first send): the builder writes the fields and the CRC in
+            # one pass, byte for byte what patching the built batch below gives
+            assert self.builder is not None
+            self.builder.set_producer_state(producer_id, epoch, sequence)
+            self.seal()
+            self.sequence, self.producer_id, self.epoch = sequence, producer_id, epoch
+            return
         data = bytearray(self.seal())
         struct.pack_into(">qhi", data, _PRODUCER_ID_OFFSET, producer_id, epoch, sequence)
         if transactional:
@@ -245,9 +254,14 @@ class Accumulator:
         return [slot for slot, queue in enumerate(self.queues) if queue]
 
     def pop_head(self, slot: int, now: float) -> ProducerBatch:
-        """Take the oldest batch of a slot for sending; it is sealed and leaves the queue."""
+        """Take the oldest batch of a slot for sending; it is closed and leaves the queue."""
         batch = self.queues[slot].popleft()
-        batch.seal()
+        batch.closed = True
+        if self.compression:
+            batch.seal()  # its compressed size counts from now on (a requeue drains it again)
+        # uncompressed, the bytes are built at its first send (`Sender.build`): the
+        # builder's size is the built size, and an idempotent batch is built with its
+        # producer id and sequence in one pass instead of patched and re-checksummed
         batch.drained_at = now
         self.queued_records -= batch.record_count
         self.queued_bytes -= batch.record_bytes
