@@ -23,6 +23,7 @@ from aiokafka.protocol.produce import ProduceRequest
 from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.config import ProducerSettings
 from producer_core.errors import BrokerError
+from producer_core.gc_quiet import quiet_gc
 from producer_core.generator import Generator
 from producer_core.intervals import IntervalRecorder, engine_live
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
@@ -153,6 +154,10 @@ class Engine:
     # ------------------------------------------------------------------ run
     async def run(self) -> Results:
         await self._setup()
+        with quiet_gc():  # no collection of the setup's objects mid-run (gc_quiet.py)
+            return await self._run()
+
+    async def _run(self) -> Results:
         progress_task = interval_task = None
         try:
             self.start = self.loop.time() + START_LEAD_S
