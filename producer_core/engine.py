@@ -203,6 +203,7 @@ class Engine:
         loop = self.loop
         generator = self.generator
         blocked_gen = self.blocked
+        catch_up = False
         while not self._stopping:
             now = loop.time()
             self._apply(self.sender.poll(now))
@@ -225,7 +226,8 @@ class Engine:
                     continue
             # the oldest message not appended yet; with an unthrottled topic one always is
             self.policy.set_backlog(-math.inf if generator.unthrottled else generator.next_due())
-            self._dispatch(self.policy.poll(now, self._free_slots()))
+            plans = self.policy.poll(now, self._free_slots())
+            self._dispatch(plans)
             if generator.finished(now):
                 blocked_gen.release(now)
                 return
@@ -235,7 +237,10 @@ class Engine:
             next_due = generator.next_due()
             behind = next_due is not None and next_due <= loop.time()
             if not blocked and (generator.unthrottled or behind):
-                await asyncio.sleep(0)
+                # after a send, one more pass appends what came due during it; then yield
+                catch_up = bool(plans) and not catch_up
+                if not catch_up:
+                    await asyncio.sleep(0)
                 continue
             wake = _earliest(self.policy.next_wakeup(), self.sender.next_wakeup())
             if blocked and (blocked_gen.blocked or generator.unthrottled):

@@ -71,6 +71,8 @@ class Generator:
                 source, topic_metrics, partitioner))
         self.unthrottled = any(isinstance(t.schedule, Unthrottled) for t in self.topics)
         self.horizon = workload.duration_s if workload.duration_s is not None else math.inf
+        self._counted: tuple[float, list[int]] | None = None
+        """`due`'s counts and their `now`, until the next `generate` or `skip` uses them."""
 
     def begin(self, start: float) -> None:
         self.start = start
@@ -108,13 +110,21 @@ class Generator:
 
     def due(self, now: float) -> int:
         """Messages due now (bounded by a pass and the message cap)."""
-        return sum(self._due_counts(now))
+        counts = self._due_counts(now)
+        self._counted = (now, counts)  # the engine asks, then generates at the same `now`
+        return sum(counts)
+
+    def _counts_for(self, now: float) -> list[int]:
+        counted, self._counted = self._counted, None
+        if counted is not None and counted[0] == now:
+            return counted[1]
+        return self._due_counts(now)
 
     def skip(self, count: int, now: float, reason: str) -> None:
         """Take `count` due messages off the schedules without sending them (they failed
         before they could be appended); they are counted against their topics."""
         elapsed = now - self.start
-        for topic, due in zip(self.topics, self._due_counts(now), strict=True):
+        for topic, due in zip(self.topics, self._counts_for(now), strict=True):
             take = min(due, count)
             if take:
                 topic.schedule.take(elapsed, take)
@@ -127,7 +137,7 @@ class Generator:
     def generate(self, now: float) -> int:
         """Append every due message; returns how many were appended."""
         appended = 0
-        counts = self._due_counts(now)
+        counts = self._counts_for(now)
         if not any(counts):
             return 0
         timestamp_ms = int(time.time() * 1000)
