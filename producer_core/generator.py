@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +27,8 @@ from producer_core.workload import TopicSpec, Workload
 
 CHUNK = 1000
 """Messages per topic per pass before the loop lets responses in and polls the policy."""
+CYCLE_PARTITIONS = 4096
+"""Topics with up to this many partitions keep a precomputed round-robin cycle."""
 
 
 @dataclass
@@ -39,6 +41,9 @@ class TopicState:
     metrics: TopicMetrics
     partitioner: TopicPartitioner
     sequence: int = 0
+    cycle: list[int] = field(default_factory=list)
+    """Round-robin slots of consecutive messages from partition 0, a pass long (any pass
+    starts within its first `partitions`): a pass's slots are one slice of it."""
 
 
 class Generator:
@@ -69,6 +74,9 @@ class Generator:
                 index, spec, first_slot, make_schedule(spec, workload.duration_s,
                                                        workload.seed * 7919 + index),
                 source, topic_metrics, partitioner))
+            if spec.partitions <= CYCLE_PARTITIONS:
+                self.topics[-1].cycle = [first_slot + k % spec.partitions
+                                         for k in range(spec.partitions + CHUNK)]
         self.unthrottled = any(isinstance(t.schedule, Unthrottled) for t in self.topics)
         self.horizon = workload.duration_s if workload.duration_s is not None else math.inf
         self._counted: tuple[float, list[int]] | None = None
@@ -170,7 +178,8 @@ class Generator:
         ids = range(source.id_base + seqs.start, source.id_base + seqs.stop)
         values = source.values(ids)
         key_indexes = source.key_indexes(seqs)
-        payload = sum(map(len, values))
+        fixed = source.fixed_size
+        payload = count * fixed if fixed is not None else sum(map(len, values))
         first = topic.first_slot
         partitioner = topic.partitioner
         if key_indexes is None:
@@ -178,9 +187,13 @@ class Generator:
             slots = self.policy.keyless_slots(topic.index, first, topic.spec.partitions, seqs)
             if slots is None:
                 chooser = partitioner.keyless
-                if chooser is None:  # round_robin: the hot path
+                if chooser is None:  # round_robin: the hot path, a slice of the cycle
                     partitions = topic.spec.partitions
-                    slots = [first + seq % partitions for seq in seqs]
+                    begin = seqs.start % partitions
+                    if begin + count <= len(topic.cycle):
+                        slots = topic.cycle[begin:begin + count]
+                    else:
+                        slots = [first + seq % partitions for seq in seqs]
                 else:
                     sizes = record_sizes(values, None, source.header_bytes)
                     slots = [first + p for p in chooser.choose(sizes, now)]
