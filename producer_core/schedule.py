@@ -145,6 +145,10 @@ class PiecewiseSchedule:
         index = bisect_right(self._ends, first)
         if index < len(self._ends) and first + count <= self._ends[index] \
                 and self._active[index]:
+            start, _, r0, slope = self._shape[index]
+            if start == 0.0 and self._bases[index] == 0.0 and abs(slope) < 1e-12:
+                k /= r0  # a constant rate from the start: Segment.offsets, without the + 0.0s
+                return k
             return np.asarray(self.segments[index].offsets(k - self._bases[index]),
                               dtype=np.float64)
         out = np.empty(count, dtype=np.float64)
