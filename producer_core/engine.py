@@ -22,6 +22,7 @@ from aiokafka.errors import KafkaConnectionError
 from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.config import ProducerSettings
 from producer_core.errors import BrokerError
+from producer_core.gc_quiet import quiet_gc
 from producer_core.generator import Generator
 from producer_core.intervals import IntervalRecorder, engine_live
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
@@ -159,6 +160,10 @@ class Engine:
     # ------------------------------------------------------------------ run
     async def run(self) -> Results:
         await self._setup()
+        with quiet_gc():  # no collection of the setup's objects mid-run (gc_quiet.py)
+            return await self._run()
+
+    async def _run(self) -> Results:
         progress_task = interval_task = None
         try:
             self.start = self.loop.time() + START_LEAD_S
@@ -205,6 +210,7 @@ class Engine:
         loop = self.loop
         generator = self.generator
         blocked_gen = self.blocked
+        catch_up = False
         while not self._stopping:
             now = loop.time()
             self._apply(self.sender.poll(now))
@@ -227,7 +233,8 @@ class Engine:
                     continue
             # the oldest message not appended yet; with an unthrottled topic one always is
             self._backlog = -math.inf if generator.unthrottled else generator.next_due()
-            self._dispatch(self._poll(now))
+            plans = self._poll(now)
+            self._dispatch(plans)
             if generator.finished(now):
                 blocked_gen.release(now)
                 return
@@ -237,7 +244,10 @@ class Engine:
             next_due = generator.next_due()
             behind = next_due is not None and next_due <= loop.time()
             if not blocked and (generator.unthrottled or behind):
-                await asyncio.sleep(0)
+                # after a send, one more pass appends what came due during it; then yield
+                catch_up = bool(plans) and not catch_up
+                if not catch_up:
+                    await asyncio.sleep(0)
                 continue
             wake = _earliest(self.policy.next_wakeup(), self.sender.next_wakeup())
             if blocked and (blocked_gen.blocked or generator.unthrottled):

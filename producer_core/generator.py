@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,6 +29,8 @@ from producer_core.workload import TopicSpec, Workload
 
 CHUNK = 1000
 """Messages per topic per pass before the loop lets responses in and polls the policy."""
+CYCLE_PARTITIONS = 4096
+"""Topics with up to this many partitions keep a precomputed round-robin cycle."""
 
 
 @dataclass
@@ -41,6 +43,9 @@ class TopicState:
     metrics: TopicMetrics
     partitioner: TopicPartitioner
     sequence: int = 0
+    cycle: list[int] = field(default_factory=list)
+    """Round-robin slots of consecutive messages from partition 0, a pass long (any pass
+    starts within its first `partitions`): a pass's slots are one slice of it."""
 
 
 class Generator:
@@ -72,8 +77,13 @@ class Generator:
                 index, spec, first_slot, make_schedule(spec, workload.duration_s,
                                                        workload.seed * 7919 + index),
                 source, topic_metrics, partitioner))
+            if spec.partitions <= CYCLE_PARTITIONS:
+                self.topics[-1].cycle = [first_slot + k % spec.partitions
+                                         for k in range(spec.partitions + CHUNK)]
         self.unthrottled = any(isinstance(t.schedule, Unthrottled) for t in self.topics)
         self.horizon = workload.duration_s if workload.duration_s is not None else math.inf
+        self._counted: tuple[float, list[int]] | None = None
+        """`due`'s counts and their `now`, until the next `generate` or `skip` uses them."""
 
     def begin(self, start: float) -> None:
         self.start = start
@@ -111,13 +121,21 @@ class Generator:
 
     def due(self, now: float) -> int:
         """Messages due now (bounded by a pass and the message cap)."""
-        return sum(self._due_counts(now))
+        counts = self._due_counts(now)
+        self._counted = (now, counts)  # the engine asks, then generates at the same `now`
+        return sum(counts)
+
+    def _counts_for(self, now: float) -> list[int]:
+        counted, self._counted = self._counted, None
+        if counted is not None and counted[0] == now:
+            return counted[1]
+        return self._due_counts(now)
 
     def skip(self, count: int, now: float, reason: str) -> None:
         """Take `count` due messages off the schedules without sending them (they failed
         before they could be appended); they are counted against their topics."""
         elapsed = now - self.start
-        for topic, due in zip(self.topics, self._due_counts(now), strict=True):
+        for topic, due in zip(self.topics, self._counts_for(now), strict=True):
             take = min(due, count)
             if take:
                 topic.schedule.take(elapsed, take)
@@ -130,7 +148,7 @@ class Generator:
     def generate(self, now: float) -> int:
         """Append every due message; returns how many were appended."""
         appended = 0
-        counts = self._due_counts(now)
+        counts = self._counts_for(now)
         if not any(counts):
             return 0
         timestamp_ms = int(time.time() * 1000)
@@ -164,7 +182,8 @@ class Generator:
         ids = range(source.id_base + seqs.start, source.id_base + seqs.stop)
         values = source.values(ids)
         key_indexes = source.key_indexes(seqs)
-        payload = sum(map(len, values))
+        fixed = source.fixed_size
+        payload = count * fixed if fixed is not None else sum(map(len, values))
         first = topic.first_slot
         partitioner = topic.partitioner
         if key_indexes is None:
@@ -173,9 +192,13 @@ class Generator:
                 topic.index, first, topic.spec.partitions, seqs, now)
             if slots is None:
                 chooser = partitioner.keyless
-                if chooser is None:  # round_robin: the hot path
+                if chooser is None:  # round_robin: the hot path, a slice of the cycle
                     partitions = topic.spec.partitions
-                    slots = [first + seq % partitions for seq in seqs]
+                    begin = seqs.start % partitions
+                    if begin + count <= len(topic.cycle):
+                        slots = topic.cycle[begin:begin + count]
+                    else:
+                        slots = [first + seq % partitions for seq in seqs]
                 else:
                     sizes = record_sizes(values, None, source.header_bytes)
                     slots = [first + p for p in chooser.choose(sizes, now)]

@@ -34,8 +34,11 @@ SIGNIFICANT_FIGURES = 3
 """Value precision: 0.1% relative error, i.e. 1 µs resolution up to ~2 ms."""
 
 _US_PER_S = 1_000_000.0
-_FLUSH_VALUES = 65536
-"""Buffered values that trigger a recording pass."""
+_FLUSH_VALUES = 4096
+"""Buffered values that trigger a recording pass. Small enough that one pass stays short
+(it runs on the event loop, between the generator's passes: 65,536 values took 3.4-5.3 ms
+of blocked loop, 4,096 take ~0.1 ms) and its arrays stay in cache (per value it is no
+slower: 53-72 ns against 110-149 ns, buffering 40-value arrays)."""
 _US_PER_MS = 1_000.0
 
 

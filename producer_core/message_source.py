@@ -114,6 +114,8 @@ class TopicSource:
         if not self.records and spec.sizes.kind == "fixed" and spec.sizes.size >= ID_BYTES \
                 and self._span > RUN * self._stride:
             self._fixed_body = spec.sizes.size - ID_BYTES
+        self.fixed_size = None if self._fixed_body is None else ID_BYTES + self._fixed_body
+        """Length of every value when all have one size (the generator sums no lengths)."""
         self.headers = [(k, v) for k, v in spec.headers]
         self.header_bytes = sum(len(k.encode()) + len(v or b"") + 2 for k, v in self.headers)
         """Bytes the headers add to each record (partitioners estimate record sizes)."""

@@ -12,6 +12,7 @@ Pure: no clock. The engine asks `take(elapsed, limit)` for what is due.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,7 +63,13 @@ class Segment:
 
 
 class PiecewiseSchedule:
-    """Constant, step, ramp and burst profiles: piecewise-linear rate segments."""
+    """Constant, step, ramp and burst profiles: piecewise-linear rate segments.
+
+    The engine asks it several times per generator pass (what is due, take it, when is the
+    next one), thousands of passes a second, so segment constants are computed once, a
+    segment is found by bisection, and the due count and next offset are remembered
+    until the elapsed time or the next message changes. Same arithmetic as `Segment`.
+    """
 
     def __init__(self, segments: list[Segment], horizon: float | None) -> None:
         self.segments = [s for s in segments if s.length > 0]
@@ -74,46 +81,76 @@ class PiecewiseSchedule:
             self._bases.append(total)
             total += segment.count(segment.end) if math.isfinite(segment.end) else math.inf
             self._ends.append(total)
+        self._time_ends = [s.end for s in self.segments]
+        self._active = [s.rate_start + s.rate_end > 0 for s in self.segments]
+        self._shape = [(s.start, s.length, s.rate_start, s.slope) for s in self.segments]
+        self._total = self._count_until(self.horizon) if self.segments else 0.0
+        self._due_key: tuple[float, int] | None = None
+        self._due = 0
+        self._next_key = -1
+        self._next = math.inf
         self.index = 0  # next message number
+
+    def _segment_of(self, k: float) -> int | None:
+        """The first segment with messages whose count range holds message `k`."""
+        index = bisect_right(self._ends, k)
+        active = self._active
+        while index < len(active) and not active[index]:
+            index += 1
+        return index if index < len(active) else None
 
     def offset_of(self, k: int) -> float:
         """Intended offset of message `k` (inf if the profile never reaches it)."""
-        for base, end, segment in zip(self._bases, self._ends, self.segments, strict=True):
-            if k < end and segment.rate_start + segment.rate_end > 0:
-                return segment.offset(k - base)
-        return math.inf
+        index = self._segment_of(k)
+        if index is None:
+            return math.inf
+        start, _, r0, slope = self._shape[index]
+        k = k - self._bases[index]
+        if abs(slope) < 1e-12:  # as Segment.offset
+            return start + k / r0
+        return start + (math.sqrt(max(r0 * r0 + 2.0 * slope * k, 0.0)) - r0) / slope
 
     def _count_until(self, t: float) -> float:
         """Messages intended in [0, t] as a real number (message 0 is at the start)."""
         t = min(t, self.horizon)
-        for base, segment in zip(self._bases, self.segments, strict=True):
-            if t < segment.end:
-                return base + segment.count(t)
-        last = self.segments[-1]
-        return self._bases[-1] + last.count(last.end)
+        index = bisect_right(self._time_ends, t)  # the first segment with t < its end
+        if index == len(self._time_ends):
+            index -= 1
+            t = self._time_ends[index]
+        start, length, r0, slope = self._shape[index]
+        dt = min(max(t - start, 0.0), length)  # as Segment.count
+        return self._bases[index] + (r0 * dt + slope * dt * dt / 2)
 
     def due_count(self, elapsed: float) -> int:
         """How many messages have an intended offset at or before `elapsed`."""
+        key = (elapsed, self.index)
+        if key == self._due_key:
+            return self._due
         if elapsed < 0 or not self.segments:
             return 0
         due = math.floor(self._count_until(elapsed)) + 1
-        total = self._count_until(self.horizon)
+        total = self._total
         if math.isfinite(total):
             due = min(due, math.ceil(total))
         # the count is continuous; at zero-rate stretches and boundaries check the offset
         while due > self.index and self.offset_of(due - 1) > elapsed:
             due -= 1
+        self._due_key, self._due = key, due
         return due
 
     def offsets_of(self, first: int, count: int) -> np.ndarray:
         """Intended offsets of messages first .. first+count-1."""
         k = np.arange(first, first + count, dtype=np.float64)
         # the usual pass lies in one segment: no masks (each numpy call costs microseconds)
-        for base, end, segment in zip(self._bases, self._ends, self.segments, strict=True):
-            if first < end:
-                if first + count <= end and segment.rate_start + segment.rate_end > 0:
-                    return np.asarray(segment.offsets(k - base), dtype=np.float64)
-                break
+        index = bisect_right(self._ends, first)
+        if index < len(self._ends) and first + count <= self._ends[index] \
+                and self._active[index]:
+            start, _, r0, slope = self._shape[index]
+            if start == 0.0 and self._bases[index] == 0.0 and abs(slope) < 1e-12:
+                k /= r0  # a constant rate from the start: Segment.offsets, without the + 0.0s
+                return k
+            return np.asarray(self.segments[index].offsets(k - self._bases[index]),
+                              dtype=np.float64)
         out = np.empty(count, dtype=np.float64)
         pending = np.ones(count, dtype=bool)
         for base, segment in zip(self._bases, self.segments, strict=True):
@@ -138,7 +175,9 @@ class PiecewiseSchedule:
         return offsets
 
     def next_offset(self) -> float | None:
-        offset = self.offset_of(self.index)
+        if self._next_key != self.index:
+            self._next_key, self._next = self.index, self.offset_of(self.index)
+        offset = self._next
         return offset if offset < self.horizon else None
 
     @property
