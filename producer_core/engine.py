@@ -31,6 +31,7 @@ from producer_core.message_source import run_target_rate
 from producer_core.metrics import RequestRecord, Results, RunMetrics
 from producer_core.modes import mode as mode_spec
 from producer_core.partitioners import Partitioning
+from producer_core.precise_loop import new_event_loop
 from producer_core.run_checks import check_message_fits, largest_record, run_warnings
 from producer_core.run_types import (  # re-exported: callers import them from here
     INTERRUPTED,
@@ -730,6 +731,10 @@ def run(
     deliveries: list[Delivery] | None = None,
     stop: threading.Event | None = None,
 ) -> Results:
-    """The engine as a library call: `run(workload, settings, mode, bootstrap) -> Results`."""
-    return asyncio.run(
-        run_async(workload, settings, mode, bootstrap, on_progress, deliveries, stop))
+    """The engine as a library call: `run(workload, settings, mode, bootstrap) -> Results`.
+
+    On a loop with microsecond timers (`precise_loop`): linger deadlines and message due
+    times are met to the microsecond, not rounded up to the next millisecond."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(
+            run_async(workload, settings, mode, bootstrap, on_progress, deliveries, stop))
