@@ -80,16 +80,7 @@ OVERLOAD_PER_CORE = 4.0
 stayed within the bounds), so the guard skips and says why."""
 
 
-JAVA_GUARD_RELATIVE = 0.10
-"""The java/kafka-java guard's bound until issue #18's drift is fixed: on a quiet machine
-(load 2-3) mode java sent 4.0-7.5% fewer requests than the Java producer at this scale in
-every measured attempt (6 of 6 at 5.3-7.5% with idempotence, 1 of 2 with it off), past the
-issue's 5%. The benchmark (`benchmarks/fidelity.py`) still judges against 5%; this guard
-still fails on a larger drift."""
-
-
-def _guard(broker: str, pair: tuple[str, tuple[str, ...], str], rate: int,
-           relative: float | None = None) -> None:
+def _guard(broker: str, pair: tuple[str, tuple[str, ...], str], rate: int) -> None:
     emulation, extra, real = pair
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
     if load > OVERLOAD_PER_CORE * cores:
@@ -110,8 +101,7 @@ def _guard(broker: str, pair: tuple[str, tuple[str, ...], str], rate: int,
         for c in check(by_mode[real], by_mode[emulation]):
             if c.metric not in GUARDED:
                 continue
-            ok = c.ok if relative is None else abs(c.emulated - c.real) <= relative * c.real
-            if ok:
+            if c.ok:
                 passed.add(c.metric)
             else:
                 misses[c.metric].append(f"{c.real:g} vs {c.emulated:g} ({c.difference})")
@@ -122,7 +112,7 @@ def _guard(broker: str, pair: tuple[str, tuple[str, ...], str], rate: int,
 
 
 def test_java_emulation_stays_within_the_fidelity_bounds_of_the_java_producer(tansu_broker):
-    _guard(tansu_broker.bootstrap, PAIRS[0], rate=2000, relative=JAVA_GUARD_RELATIVE)
+    _guard(tansu_broker.bootstrap, PAIRS[0], rate=2000)
 
 
 def test_partition_one_stays_within_the_fidelity_bounds_of_librdkafka(tansu_broker):
