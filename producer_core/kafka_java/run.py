@@ -46,6 +46,8 @@ from producer_core.workload import Workload
 HELLO_TIMEOUT_S = 60.0
 PINGS = 5
 REQUEST_REASON = "java-sender"
+NO_CALLBACK = "no callback before close"
+"""The unknown reason of a message the driver took but whose send callback never came."""
 
 
 class _PipeSink:
@@ -300,17 +302,37 @@ class KafkaJavaRun:
         ))
 
     # -------------------------------------------------------------- results
-    def _results(self, end: float) -> Results:
-        result = self._result
-        assert result is not None
+    def _settle(self, result: dict[str, Any]) -> None:
+        """Each message's outcome as the engine counts them (see the driver's header):
+        acknowledged, failed, unknown (may be written) or sent_unacknowledged (acks=0); a
+        message generated but never settled by a callback is unknown, not dropped."""
         m = self.metrics
         m.messages_acked = result["acked"]
         m.failed_reasons.update(result["failed_reasons"])
         m.messages_failed = result["failed"]
+        m.messages_sent_unacknowledged = result.get("unacked", 0)
+        for reason, count in result.get("unknown_reasons", {}).items():
+            m.unknown(count, reason)
+        zeros = [0] * len(self.specs)
+        per_topic = zip(self.specs, result["topic_acked"], result["topic_failed"],
+                        result.get("topic_unacked", zeros), result.get("topic_unknown", zeros),
+                        strict=True)
+        for spec, acked, failed, unacked, unknown in per_topic:
+            topic = m.topics[spec.name]
+            topic.acknowledged, topic.failed = acked, failed
+            topic.sent_unacknowledged, topic.unknown = unacked, unknown
+            missing = topic.generated - (acked + failed + unacked + unknown + topic.discarded)
+            if missing > 0:
+                topic.unknown += missing
+                m.unknown(missing, NO_CALLBACK)
+
+    def _results(self, end: float) -> Results:
+        result = self._result
+        assert result is not None
+        m = self.metrics
+        self._settle(result)
         for index, spec in enumerate(self.specs):
             topic = m.topics[spec.name]
-            topic.acknowledged = result["topic_acked"][index]
-            topic.failed = result["topic_failed"][index]
             histogram = LatencyHistogram.decode(result["latency_us"][index])
             topic.latency.merge(histogram)
             m.latency.merge(histogram)

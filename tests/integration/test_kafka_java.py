@@ -10,10 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import threading
+from collections.abc import Iterator
 
 import jsonschema
 import pytest
 
+from producer_core.brokers.embedded import EmbeddedBroker
 from producer_core.compare import compare, parse_mode_configs
 from producer_core.config import build_settings
 from producer_core.engine import Delivery, run
@@ -22,6 +26,7 @@ from producer_core.results_io import add_facts, results_schema, validate_documen
 from producer_core.workload import Workload
 from tests.client_checks import assert_read_back_where_reported, assert_same_partitions
 from tests.kafka_fixtures import fresh_topic
+from tests.readback import read_all
 
 pytestmark = pytest.mark.broker
 
@@ -63,6 +68,73 @@ def test_kafka_java_counts_match_the_wire_and_every_ack_reads_back(counted_broke
 
 def test_kafka_java_sends_the_engines_messages_to_the_same_partitions(broker_bootstrap):
     assert_same_partitions(broker_bootstrap.bootstrap, "java", "kafka-java")
+
+
+@pytest.fixture()
+def own_broker() -> Iterator[EmbeddedBroker]:
+    """A broker of this test alone: pausing it must not disturb any other test."""
+    broker = EmbeddedBroker()
+    broker.start()
+    try:
+        yield broker
+    finally:
+        if broker.pid is not None:
+            os.kill(broker.pid, signal.SIGCONT)
+        broker.stop()
+
+
+def test_kafka_java_settles_a_hung_brokers_messages_as_the_engine_does(own_broker,
+                                                                       monkeypatch):
+    # the broker stops answering 1 s after the first acknowledgement: the batches in Produce
+    # requests then may be in the topic (unknown), those never sent are not (failed).
+    # Java 4.x re-bootstraps when its only broker is unreachable, forgetting the topic, and
+    # then blocks every send() for max.block.ms; recovery "none" keeps this run short.
+    from producer_core.kafka_java import run as kafka_java
+
+    properties = kafka_java.java_properties
+    monkeypatch.setattr(kafka_java, "java_properties", lambda values: {
+        **properties(values), "metadata.recovery.strategy": "none"})
+    pid = own_broker.pid
+    assert pid is not None
+    workload = Workload(topic="kj-hung", partitions=6, rate=2000, duration_s=4.0, keys=40)
+    settings = build_settings({"delivery.timeout.ms": "3000", "request.timeout.ms": "2000",
+                               "linger.ms": "5"}.items(), mode="kafka-java")
+    deliveries: list[Delivery] = []
+    done = threading.Event()
+
+    def hang_once_acknowledging() -> None:  # the JVM's start takes a varying while
+        while not deliveries and not done.wait(0.01):
+            pass
+        if not done.wait(1.0):
+            os.kill(pid, signal.SIGSTOP)
+
+    hanger = threading.Thread(target=hang_once_acknowledging, daemon=True)
+    hanger.start()
+    try:
+        results = run(workload, settings, "kafka-java", own_broker.bootstrap,
+                      deliveries=deliveries)
+    finally:
+        done.set()
+        hanger.join()
+        os.kill(pid, signal.SIGCONT)
+    m = results.metrics
+    assert m.messages_generated == workload.total_messages == m.settled()
+    assert m.messages_acked > 0 and m.messages_unknown > 0 and m.messages_failed > 0
+    assert set(m.unknown_reasons) <= {"TimeoutException", "NetworkException"}
+    doc = results.to_dict()
+    assert doc["messages"]["unknown"] == m.messages_unknown
+    topic = doc["topics"]["kj-hung"]["messages"]
+    assert (topic["acknowledged"], topic["failed"], topic["unknown"]) == (
+        m.messages_acked, m.messages_failed, m.messages_unknown)
+    validate_document(json.loads(json.dumps(doc)))
+    found = asyncio.run(read_all(own_broker.bootstrap, "kj-hung", 6, m.messages_generated,
+                                 timeout_s=20))
+    stored = {mid for records in found.values() for _, mid, _ in records}
+    acknowledged = {mid for d in deliveries for mid in d.message_ids}
+    assert len(acknowledged) == m.messages_acked
+    assert acknowledged <= stored, "an acknowledged message is missing"
+    # what is in the topic beyond the acknowledged was reported unknown, never failed
+    assert len(stored - acknowledged) <= m.messages_unknown
 
 
 
