@@ -110,6 +110,7 @@ class KafkaJavaRun:
         self._progress: dict[str, Any] = {}
         self._result: dict[str, Any] | None = None
         self._config_error: str | None = None
+        self._acks0_answered: str | None = None
         self._done = threading.Event()
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
@@ -151,6 +152,8 @@ class KafkaJavaRun:
                     self._result = item
                 elif kind == "config_error":
                     self._config_error = item.get("message") or "rejected"
+                elif kind == "acks0_answered":
+                    self._acks0_answered = str(item.get("message"))
                 else:
                     self._lines.put(item)
         except BrokerError as exc:
@@ -171,6 +174,19 @@ class KafkaJavaRun:
                 return item
             if item["type"] in ("closed", "protocol_error"):
                 raise self._driver_died(item.get("message"))
+
+    def _check_acks0_answered(self) -> None:
+        """Stop at once if the broker answered acks=0 Produce requests (see the driver's
+        `answeredAcksZero`): the Java producer would wait delivery.timeout.ms for nothing."""
+        if self._acks0_answered is None:
+            return
+        raise BrokerError(
+            "The broker answered Produce requests sent with acks=0, which get no answer in "
+            "Kafka's protocol; the Java producer cannot take such an answer (it loses the "
+            "completions of the requests it had just written, and its flush() would wait "
+            "delivery.timeout.ms for them), so kbatch stopped the run. The embedded Tansu "
+            "broker does this. For mode kafka-java use -X acks=1 or acks=all, or --broker "
+            f"kafka (Apache Kafka) for acks=0. The Java client said: {self._acks0_answered}")
 
     def _driver_died(self, message: str | None = None) -> Exception:
         self._done.wait(2.0)  # let the reader take the driver's last lines (config_error)
@@ -244,6 +260,7 @@ class KafkaJavaRun:
             self._proc.stdin.close()  # type: ignore[union-attr]
             deadline = self.clock() + self.settings.delivery_timeout_s + 60.0
             while self._result is None and not self._done.wait(0.2):
+                self._check_acks0_answered()
                 self._report()
                 if self.clock() > deadline or self.stop.is_set():
                     break
@@ -279,6 +296,7 @@ class KafkaJavaRun:
                 generator.generate(now)
                 self._flush()
             self._report()
+            self._check_acks0_answered()
             if generator.finished(clock()):
                 return
             if self._done.is_set():

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 
 import jsonschema
@@ -21,6 +22,7 @@ from producer_core.brokers.embedded import EmbeddedBroker
 from producer_core.compare import compare, parse_mode_configs
 from producer_core.config import build_settings
 from producer_core.engine import Delivery, run
+from producer_core.errors import BrokerError
 from producer_core.kafka_java.fidelity import PAIRS, check
 from producer_core.results_io import add_facts, results_schema, validate_document
 from producer_core.workload import Workload
@@ -68,6 +70,32 @@ def test_kafka_java_counts_match_the_wire_and_every_ack_reads_back(counted_broke
 
 def test_kafka_java_sends_the_engines_messages_to_the_same_partitions(broker_bootstrap):
     assert_same_partitions(broker_bootstrap.bootstrap, "java", "kafka-java")
+
+
+def test_kafka_java_acks_zero_is_sent_unacknowledged_or_a_clear_error(broker_bootstrap):
+    # Apache Kafka does not answer acks=0 Produce requests: every message is written and
+    # unacknowledged. Tansu answers them, which breaks the Java client's NetworkClient (it
+    # loses the completions and flush() would wait delivery.timeout.ms): kbatch stops the
+    # run at once and says why.
+    topic = fresh_topic("kj-acks0")
+    workload = Workload(topic=topic, partitions=3, rate=1000, duration_s=2.0, keys=40)
+    settings = build_settings({"acks": "0", "enable.idempotence": "false"}.items(),
+                              mode="kafka-java")
+    deliveries: list[Delivery] = []
+    began = time.monotonic()
+    if broker_bootstrap.implementation == "tansu":
+        with pytest.raises(BrokerError, match="answered Produce requests sent with acks=0"):
+            run(workload, settings, "kafka-java", broker_bootstrap.bootstrap)
+        assert time.monotonic() - began < 60  # not delivery.timeout.ms (120 s) + 60 s
+        return
+    results = run(workload, settings, "kafka-java", broker_bootstrap.bootstrap,
+                  deliveries=deliveries)
+    m = results.metrics
+    total = workload.total_messages
+    assert m.messages_sent_unacknowledged == total == m.messages_generated
+    assert m.messages_acked == 0 and not deliveries and results.requests_sent > 0
+    found = asyncio.run(read_all(broker_bootstrap.bootstrap, topic, 3, total, timeout_s=20))
+    assert sum(len(records) for records in found.values()) == total
 
 
 @pytest.fixture()

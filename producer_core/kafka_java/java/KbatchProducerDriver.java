@@ -85,6 +85,7 @@ public final class KbatchProducerDriver {
     private final Map<String, Integer> topicIndex = new HashMap<>();
     static final int SEEN_BATCHES = 16;  // > max.in.flight batches of one partition
     private boolean acksZero;
+    private volatile boolean answeredAcksZero;
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong lastAckNs = new AtomicLong();
     private final Map<String, Long> failedReasons = new TreeMap<>();
@@ -148,6 +149,7 @@ public final class KbatchProducerDriver {
             try {
                 result = method.invoke(inner, args);
             } catch (InvocationTargetException e) {
+                if (acksZero && method.getName().equals("poll")) answeredAcksZero(e.getCause());
                 throw e.getCause();
             }
             if (method.getName().equals("poll") && result instanceof List) {
@@ -162,6 +164,17 @@ public final class KbatchProducerDriver {
             }
             return result;
         }
+    }
+
+    /** With acks=0 the client expects no Produce response. A broker that answers anyway
+     *  (Tansu does) makes NetworkClient.poll throw, and the completions of the requests
+     *  written in that poll are lost: their callbacks wait for delivery.timeout.ms and
+     *  flush() hangs. Say so once; kbatch stops the run with that reason. */
+    void answeredAcksZero(Throwable cause) {
+        if (answeredAcksZero) return;
+        answeredAcksZero = true;
+        emit("{\"type\":\"acks0_answered\",\"message\":" + quote(String.valueOf(cause))
+             + "}", true);
     }
 
     void onProduce(ClientRequest request) {
