@@ -41,6 +41,7 @@ from producer_core.run_types import (  # re-exported: callers import them from h
     STOP_GRACE_S,
     Delivery,
     Progress,
+    phased_start,
 )
 from producer_core.sender import (
     Acknowledge,
@@ -156,7 +157,7 @@ class Engine:
         await self._setup()
         progress_task = interval_task = None
         try:
-            self.start = self.loop.time() + START_LEAD_S
+            self.start = phased_start(self.loop.time() + START_LEAD_S)
             if self.workload.start_at is not None:  # a share of a distributed run
                 self.start = self.loop.time() + max(0.0, self.workload.start_at - time.time())
                 # wait for the common start: an unthrottled schedule is due at once

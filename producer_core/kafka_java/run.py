@@ -38,7 +38,13 @@ from producer_core.kafka_java.driver import Driver, prepare
 from producer_core.kafka_java.settings import java_properties
 from producer_core.metrics import ClientCounts, RequestRecord, Results, RunMetrics, TopicMetrics
 from producer_core.run_checks import check_message_fits, run_warnings
-from producer_core.run_types import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
+from producer_core.run_types import (
+    PROGRESS_INTERVAL_S,
+    START_LEAD_S,
+    Delivery,
+    Progress,
+    phased_start,
+)
 from producer_core.security import redact, scrub
 from producer_core.transport import ensure_topics
 from producer_core.workload import Workload
@@ -249,7 +255,8 @@ class KafkaJavaRun:
             generator = Generator(self.workload, self.first_slots,
                                   _PipeSink(self),  # type: ignore[arg-type]
                                   ClientBatching(), self.metrics)  # type: ignore[arg-type]
-            self.start = self.clock() + START_LEAD_S
+            # on Java's clock (the wall clock's milliseconds), the phase mode java runs at
+            self.start = phased_start(self.clock() + START_LEAD_S, time.time() - self.clock())
             if self.workload.start_at is not None:  # a share of a distributed run
                 self.start = self.clock() + max(0.0, self.workload.start_at - time.time())
                 time.sleep(max(0.0, self.start - self.clock()))
