@@ -247,3 +247,14 @@ def test_java_memory_counts_whole_batches_until_their_response():
 def test_java_refuses_batch_size_above_buffer_memory():
     with pytest.raises(ConfigError, match="buffer.memory"):
         build_settings({"batch.size": "65536", "buffer.memory": "32768"}, mode="java")
+
+
+def test_runs_start_at_one_phase_of_the_producers_millisecond():
+    from producer_core.run_types import START_PHASE_S, phased_start
+
+    for earliest, offset in [(100.0123456, 0.0), (100.0123456, 1.7e9 + 0.00037),
+                             (5.00025, 0.0), (7.0009, -0.0004)]:
+        start = phased_start(earliest, offset)
+        assert earliest <= start < earliest + 0.001 + 1e-9
+        past_tick = (start + offset) * 1000 % 1.0
+        assert past_tick == pytest.approx(START_PHASE_S * 1000, abs=1e-3)
