@@ -31,6 +31,7 @@ from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.metrics import RequestRecord, Results, RunMetrics, Section
 from producer_core.modes import mode as mode_spec
 from producer_core.partitioners import Partitioning
+from producer_core.precise_loop import new_event_loop
 from producer_core.produce_wire import ProduceRequest
 from producer_core.run_checks import check_message_fits, largest_record, run_warnings
 from producer_core.run_types import (  # re-exported: callers import them from here
@@ -41,6 +42,7 @@ from producer_core.run_types import (  # re-exported: callers import them from h
     STOP_GRACE_S,
     Delivery,
     Progress,
+    phased_start,
 )
 from producer_core.sender import (
     Acknowledge,
@@ -166,7 +168,7 @@ class Engine:
     async def _run(self) -> Results:
         progress_task = interval_task = None
         try:
-            self.start = self.loop.time() + START_LEAD_S
+            self.start = phased_start(self.loop.time() + START_LEAD_S)
             if self.workload.start_at is not None:  # a share of a distributed run
                 self.start = self.loop.time() + max(0.0, self.workload.start_at - time.time())
                 # wait for the common start: an unthrottled schedule is due at once
@@ -753,6 +755,10 @@ def run(
     deliveries: list[Delivery] | None = None,
     stop: threading.Event | None = None,
 ) -> Results:
-    """The engine as a library call: `run(workload, settings, mode, bootstrap) -> Results`."""
-    return asyncio.run(
-        run_async(workload, settings, mode, bootstrap, on_progress, deliveries, stop))
+    """The engine as a library call: `run(workload, settings, mode, bootstrap) -> Results`.
+
+    On a loop with microsecond timers (`precise_loop`): linger deadlines and message due
+    times are met to the microsecond, not rounded up to the next millisecond."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(
+            run_async(workload, settings, mode, bootstrap, on_progress, deliveries, stop))

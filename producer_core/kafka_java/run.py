@@ -45,7 +45,13 @@ from producer_core.metrics import (
     TopicMetrics,
 )
 from producer_core.run_checks import check_message_fits, run_warnings
-from producer_core.run_types import PROGRESS_INTERVAL_S, START_LEAD_S, Delivery, Progress
+from producer_core.run_types import (
+    PROGRESS_INTERVAL_S,
+    START_LEAD_S,
+    Delivery,
+    Progress,
+    phased_start,
+)
 from producer_core.security import redact, scrub
 from producer_core.transport import ensure_topics
 from producer_core.workload import Workload
@@ -53,6 +59,13 @@ from producer_core.workload import Workload
 HELLO_TIMEOUT_S = 60.0
 PINGS = 5
 REQUEST_REASON = "java-sender"
+MIN_SLEEP_S = 0.00005
+"""The generator's shortest sleep between passes. Each message reaches Java at its intended
+time (time.sleep waits to tens of microseconds); a 0.5 ms floor here used to deliver
+2,000 msg/s in late pairs, which made the Java producer batch more than the same schedule
+asks (issue #18)."""
+NO_CALLBACK = "no callback before close"
+"""The unknown reason of a message the driver took but whose send callback never came."""
 
 
 class _PipeSink:
@@ -115,6 +128,7 @@ class KafkaJavaRun:
         self._progress: dict[str, Any] = {}
         self._result: dict[str, Any] | None = None
         self._config_error: str | None = None
+        self._acks0_answered: str | None = None
         self._done = threading.Event()
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
@@ -156,6 +170,8 @@ class KafkaJavaRun:
                     self._result = item
                 elif kind == "config_error":
                     self._config_error = item.get("message") or "rejected"
+                elif kind == "acks0_answered":
+                    self._acks0_answered = str(item.get("message"))
                 else:
                     self._lines.put(item)
         except BrokerError as exc:
@@ -176,6 +192,19 @@ class KafkaJavaRun:
                 return item
             if item["type"] in ("closed", "protocol_error"):
                 raise self._driver_died(item.get("message"))
+
+    def _check_acks0_answered(self) -> None:
+        """Stop at once if the broker answered acks=0 Produce requests (see the driver's
+        `answeredAcksZero`): the Java producer would wait delivery.timeout.ms for nothing."""
+        if self._acks0_answered is None:
+            return
+        raise BrokerError(
+            "The broker answered Produce requests sent with acks=0, which get no answer in "
+            "Kafka's protocol; the Java producer cannot take such an answer (it loses the "
+            "completions of the requests it had just written, and its flush() would wait "
+            "delivery.timeout.ms for them), so kbatch stopped the run. The embedded Tansu "
+            "broker does this. For mode kafka-java use -X acks=1 or acks=all, or --broker "
+            f"kafka (Apache Kafka) for acks=0. The Java client said: {self._acks0_answered}")
 
     def _driver_died(self, message: str | None = None) -> Exception:
         self._done.wait(2.0)  # let the reader take the driver's last lines (config_error)
@@ -233,7 +262,8 @@ class KafkaJavaRun:
             generator = Generator(self.workload, self.first_slots,
                                   _PipeSink(self),  # type: ignore[arg-type]
                                   ClientBatching(), self.metrics)  # type: ignore[arg-type]
-            self.start = self.clock() + START_LEAD_S
+            # on Java's clock (the wall clock's milliseconds), the phase mode java runs at
+            self.start = phased_start(self.clock() + START_LEAD_S, time.time() - self.clock())
             if self.workload.start_at is not None:  # a share of a distributed run
                 self.start = self.clock() + max(0.0, self.workload.start_at - time.time())
                 time.sleep(max(0.0, self.start - self.clock()))
@@ -249,6 +279,7 @@ class KafkaJavaRun:
             self._proc.stdin.close()  # type: ignore[union-attr]
             deadline = self.clock() + self.settings.delivery_timeout_s + 60.0
             while self._result is None and not self._done.wait(0.2):
+                self._check_acks0_answered()
                 self._report()
                 if self.clock() > deadline or self.stop.is_set():
                     break
@@ -284,6 +315,7 @@ class KafkaJavaRun:
                 generator.generate(now)
                 self._flush()
             self._report()
+            self._check_acks0_answered()
             if generator.finished(clock()):
                 return
             if self._done.is_set():
@@ -292,7 +324,7 @@ class KafkaJavaRun:
                 continue
             next_due = generator.next_due()
             wait = 0.05 if next_due is None else next_due - clock()
-            time.sleep(min(max(wait, 0.0005), 0.05))
+            time.sleep(min(max(wait, MIN_SLEEP_S), 0.05))
 
     def _report(self) -> None:
         now = self.clock()
@@ -307,17 +339,37 @@ class KafkaJavaRun:
         ))
 
     # -------------------------------------------------------------- results
-    def _results(self, end: float) -> Results:
-        result = self._result
-        assert result is not None
+    def _settle(self, result: dict[str, Any]) -> None:
+        """Each message's outcome as the engine counts them (see the driver's header):
+        acknowledged, failed, unknown (may be written) or sent_unacknowledged (acks=0); a
+        message generated but never settled by a callback is unknown, not dropped."""
         m = self.metrics
         m.messages_acked = result["acked"]
         m.failed_reasons.update(result["failed_reasons"])
         m.messages_failed = result["failed"]
+        m.messages_sent_unacknowledged = result.get("unacked", 0)
+        for reason, count in result.get("unknown_reasons", {}).items():
+            m.unknown(count, reason)
+        zeros = [0] * len(self.specs)
+        per_topic = zip(self.specs, result["topic_acked"], result["topic_failed"],
+                        result.get("topic_unacked", zeros), result.get("topic_unknown", zeros),
+                        strict=True)
+        for spec, acked, failed, unacked, unknown in per_topic:
+            topic = m.topics[spec.name]
+            topic.acknowledged, topic.failed = acked, failed
+            topic.sent_unacknowledged, topic.unknown = unacked, unknown
+            missing = topic.generated - (acked + failed + unacked + unknown + topic.discarded)
+            if missing > 0:
+                topic.unknown += missing
+                m.unknown(missing, NO_CALLBACK)
+
+    def _results(self, end: float) -> Results:
+        result = self._result
+        assert result is not None
+        m = self.metrics
+        self._settle(result)
         for index, spec in enumerate(self.specs):
             topic = m.topics[spec.name]
-            topic.acknowledged = result["topic_acked"][index]
-            topic.failed = result["topic_failed"][index]
             histogram = LatencyHistogram.decode(result["latency_us"][index])
             topic.latency.merge(histogram)
             m.latency.merge(histogram)

@@ -9,21 +9,36 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Iterator
 
 from producer_core.accumulator import Accumulator, ProducerBatch
 
 
+def floor_tick(t: float, tick: float) -> float:
+    """`t` as a clock that ticks every `tick` reads it (the last tick at or before `t`).
+    A nanosecond of slack keeps decimal times such as 0.009 s on their own millisecond."""
+    return math.floor(t / tick + 1e-6) * tick
+
+
 class HeadDeadlines:
-    def __init__(self, accumulator: Accumulator, linger_s: float) -> None:
+    def __init__(self, accumulator: Accumulator, linger_s: float, quantum_s: float = 0.0) -> None:
         self.accumulator = accumulator
         self.linger_s = linger_s
+        self.quantum_s = quantum_s
         self._heap: list[tuple[float, int, int, ProducerBatch]] = []
         self._seq = itertools.count()
 
     def watch(self, slot: int, head: ProducerBatch) -> None:
         """Time `head` (the slot's current head batch) from its first record."""
-        heapq.heappush(self._heap, (head.created + self.linger_s, next(self._seq), slot, head))
+        heapq.heappush(self._heap, (self.deadline(head.created), next(self._seq), slot, head))
+
+    def deadline(self, created: float) -> float:
+        """When a batch created at `created` has waited `linger_s`, on a clock that ticks
+        every `quantum_s` (0: a continuous one), where both times read as their last tick."""
+        if self.quantum_s > 0:
+            created = floor_tick(created, self.quantum_s)
+        return created + self.linger_s
 
     def expired(self, now: float, everything: bool = False) -> Iterator[int]:
         """Slots whose head has waited `linger_s` by `now` (all watched ones if

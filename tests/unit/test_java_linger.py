@@ -10,7 +10,7 @@ from producer_core.config import build_settings
 from producer_core.errors import ConfigError
 from producer_core.linger import make_policy
 from producer_core.linger.base import PollContext, RequestLimits
-from producer_core.linger.java import JavaLinger
+from producer_core.linger.java import JavaLinger, sender_timer
 from producer_core.memory import MAX_BLOCK_REASON, BatchMemory, BlockedGenerator
 from producer_core.metrics import RunMetrics
 
@@ -54,19 +54,63 @@ def test_one_expired_partition_makes_its_broker_ready_and_drains_every_partition
     append(acc, policy, 2, now=0.009)
     append(acc, policy, 3, now=0.001)
     append(acc, policy, 4, now=0.008)
-    assert policy.poll(0.0095, PollContext({1: 5, 2: 5})) == []
+    assert policy.poll(0.0090, PollContext({1: 5, 2: 5})) == []
+    # partition 0 expires at 0.010; the Sender that looked at 0.009 sleeps 1 whole ms
     assert policy.next_wakeup() == pytest.approx(0.010)
     plans = policy.poll(0.010, PollContext({1: 5, 2: 5}))
     # partition 0 expired: broker 1 sends partitions 0, 1 and 2 (not expired) in one request;
     # broker 2's partitions have not expired (3 expires at 0.011)
     assert sent(plans) == [(1, [0, 1, 2])]
     assert plans[0].reason == "linger"
+    assert policy.next_wakeup() == pytest.approx(0.011)
     assert policy.poll(0.0105, PollContext({1: 5, 2: 5})) == []
     plans = policy.poll(0.011, PollContext({1: 5, 2: 5}))
     assert sent(plans) == [(2, [3, 4])]
     assert acc.empty
     stats = policy.stats()
     assert stats["partitions_drained"] == 5 and stats["partitions_drained_sendable"] == 2
+
+
+# ------------------------------------------- Java's millisecond clock and Sender wakes
+def test_linger_is_counted_in_whole_milliseconds_of_javas_clock():
+    # RecordAccumulator.batchReady: waitedTimeMs = nowMs - createdMs >= lingerMs, both
+    # from Time.milliseconds(). Created at 10.9 ms, the batch is sendable from 15.0 ms.
+    acc, policy = make(linger_s=0.005)
+    append(acc, policy, 0, now=0.0109)
+    assert policy.poll(0.0109, PollContext({1: 5})) == []
+    # a Sender that looked at 10.9 ms polls for 15 - 10 = 5 whole ms: it wakes at 15.9
+    assert policy.next_wakeup() == pytest.approx(0.0159)
+    append(acc, policy, 1, now=0.0123)  # a new batch wakes the Sender (doSend)
+    assert policy.poll(0.0123, PollContext({1: 5})) == []
+    assert policy.next_wakeup() == pytest.approx(0.0153)  # 12.3 + (15 - 12) ms
+    assert policy.poll(0.0152, PollContext({1: 5})) == []
+    plans = policy.poll(policy.next_wakeup(), PollContext({1: 5}))
+    assert sent(plans) == [(1, [0, 1])] and plans[0].reason == "linger"
+    # partition 0 lingered 4.4 ms of linger.ms=5: Java's effective linger is 4-5 ms
+
+
+def test_a_sender_woken_after_the_deadline_sends_at_once():
+    acc, policy = make(linger_s=0.005)
+    append(acc, policy, 0, now=0.0109)
+    assert policy.poll(0.0109, PollContext({1: 5})) == []
+    append(acc, policy, 1, now=0.01502)  # new batch at nowMs=15: partition 0 is ready
+    assert sent(policy.poll(0.01502, PollContext({1: 5}))) == [(1, [0, 1])]
+
+
+def test_a_record_added_to_an_open_batch_does_not_wake_the_sender_but_a_response_does():
+    acc, policy = make(linger_s=0.005)
+    append(acc, policy, 0, now=0.0109)
+    assert policy.poll(0.0109, PollContext({1: 5})) == []
+    append(acc, policy, 0, now=0.0155)  # same batch: doSend does not wake the Sender
+    assert policy.poll(0.0155, PollContext({1: 5})) == []
+    policy.on_response(1, 0.002, 0.0157, 0, False)  # a response ends client.poll
+    assert sent(policy.poll(0.0157, PollContext({1: 5}))) == [(1, [0])]
+
+
+def test_sender_timer_sleeps_whole_milliseconds_from_the_current_one():
+    assert sender_timer(0.0123, 0.015) == pytest.approx(0.0153)
+    assert sender_timer(0.0150, 0.015) == pytest.approx(0.015)
+    assert sender_timer(0.0161, 0.015) == pytest.approx(0.0161)  # overdue: at once
 
 
 def test_full_batch_makes_the_broker_ready_and_takes_the_others_along():
@@ -198,3 +242,14 @@ def test_java_memory_counts_whole_batches_until_their_response():
 def test_java_refuses_batch_size_above_buffer_memory():
     with pytest.raises(ConfigError, match="buffer.memory"):
         build_settings({"batch.size": "65536", "buffer.memory": "32768"}, mode="java")
+
+
+def test_runs_start_at_one_phase_of_the_producers_millisecond():
+    from producer_core.run_types import START_PHASE_S, phased_start
+
+    for earliest, offset in [(100.0123456, 0.0), (100.0123456, 1.7e9 + 0.00037),
+                             (5.00025, 0.0), (7.0009, -0.0004)]:
+        start = phased_start(earliest, offset)
+        assert earliest <= start < earliest + 0.001 + 1e-9
+        past_tick = (start + offset) * 1000 % 1.0
+        assert past_tick == pytest.approx(START_PHASE_S * 1000, abs=1e-3)

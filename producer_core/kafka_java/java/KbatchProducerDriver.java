@@ -9,6 +9,12 @@
 // ApiVersions, InitProducerId...) and only window-average records per request; wrapping the
 // Sender's KafkaClient counts exactly the Produce requests it writes, with their partitions,
 // records and bytes, and times their responses.
+// Outcomes, as kbatch's engine counts them: acknowledged; sent_unacknowledged (acks=0: the
+// callback comes when the request is written, there is no answer); unknown (a timeout or a
+// lost connection after the message's batch was in a Produce request: it may be written);
+// failed (everything else). Whether a batch was ever in a request is seen in the wrapped
+// KafkaClient: per partition, the records of each batch met for the first time are added up,
+// and a message is "sent" if its position in its partition is below that sum.
 
 import java.io.BufferedInputStream;
 import java.io.BufferedWriter;
@@ -24,8 +30,10 @@ import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -42,6 +50,7 @@ import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -51,6 +60,8 @@ import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.record.internal.BaseRecords;
 import org.apache.kafka.common.record.internal.MemoryRecords;
 import org.apache.kafka.common.record.internal.RecordBatch;
+import org.apache.kafka.common.errors.NetworkException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.AppInfoParser;
 
@@ -62,6 +73,19 @@ public final class KbatchProducerDriver {
     private final BufferedWriter out =
         new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
     private final AtomicLong acked = new AtomicLong(), failed = new AtomicLong();
+    private final AtomicLong unacked = new AtomicLong(), unknown = new AtomicLong();
+    private final AtomicLong submitted = new AtomicLong();
+    private final Map<String, Long> unknownReasons = new TreeMap<>();
+    // per partition (topic index << 32 | partition): records of the batches seen in Produce
+    // requests (sender thread), the last batches seen (to tell a retry from a new batch), and
+    // how many messages were handed to send() (main thread)
+    private final Map<Long, AtomicLong> sentRecords = new ConcurrentHashMap<>();
+    private final Map<Long, ArrayDeque<Object>> seenBatches = new HashMap<>();
+    private final Map<Long, long[]> positions = new HashMap<>();
+    private final Map<String, Integer> topicIndex = new HashMap<>();
+    static final int SEEN_BATCHES = 16;  // > max.in.flight batches of one partition
+    private boolean acksZero;
+    private volatile boolean answeredAcksZero;
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong lastAckNs = new AtomicLong();
     private final Map<String, Long> failedReasons = new TreeMap<>();
@@ -70,6 +94,7 @@ public final class KbatchProducerDriver {
     private final Histogram rtt = new Histogram(LOWEST_US, HIGHEST_US, DIGITS);
     private Histogram[] latency = new Histogram[0];
     private AtomicLongArray topicAcked = new AtomicLongArray(0), topicFailed = topicAcked;
+    private AtomicLongArray topicUnacked = topicAcked, topicUnknown = topicAcked;
     private String[] topics = new String[0];
     private boolean deliveries;
     private String interception = "none";
@@ -124,6 +149,7 @@ public final class KbatchProducerDriver {
             try {
                 result = method.invoke(inner, args);
             } catch (InvocationTargetException e) {
+                if (acksZero && method.getName().equals("poll")) answeredAcksZero(e.getCause());
                 throw e.getCause();
             }
             if (method.getName().equals("poll") && result instanceof List) {
@@ -140,6 +166,17 @@ public final class KbatchProducerDriver {
         }
     }
 
+    /** With acks=0 the client expects no Produce response. A broker that answers anyway
+     *  (Tansu does) makes NetworkClient.poll throw, and the completions of the requests
+     *  written in that poll are lost: their callbacks wait for delivery.timeout.ms and
+     *  flush() hangs. Say so once; kbatch stops the run with that reason. */
+    void answeredAcksZero(Throwable cause) {
+        if (answeredAcksZero) return;
+        answeredAcksZero = true;
+        emit("{\"type\":\"acks0_answered\",\"message\":" + quote(String.valueOf(cause))
+             + "}", true);
+    }
+
     void onProduce(ClientRequest request) {
         long now = System.nanoTime();
         int partitions = 0, records = 0, bytes = 0;
@@ -150,16 +187,20 @@ public final class KbatchProducerDriver {
             ProduceRequestData data = (ProduceRequestData) field.get(request.requestBuilder());
             for (ProduceRequestData.TopicProduceData topic : data.topicData()) {
                 int topicRecords = 0, topicBytes = 0;
+                Integer index = topicIndex.get(topic.name());
                 for (ProduceRequestData.PartitionProduceData p : topic.partitionData()) {
                     partitions++;
                     BaseRecords base = p.records();
                     if (base == null) continue;
                     topicBytes += base.sizeInBytes();
                     if (base instanceof MemoryRecords) {
+                        int batchRecords = 0;
                         for (RecordBatch batch : ((MemoryRecords) base).batches()) {
                             Integer count = batch.countOrNull();
-                            topicRecords += count == null ? 0 : count;
+                            batchRecords += count == null ? 0 : count;
                         }
+                        topicRecords += batchRecords;
+                        if (index != null) seen(key(index, p.index()), base, batchRecords);
                     }
                 }
                 records += topicRecords;
@@ -179,6 +220,24 @@ public final class KbatchProducerDriver {
         emit("{\"type\":\"request\",\"ns\":" + now + ",\"broker\":" + node + ",\"partitions\":"
              + partitions + ",\"records\":" + records + ",\"bytes\":" + bytes + ",\"topics\":"
              + perTopic + "}", false);
+    }
+
+    static long key(int topic, int partition) {
+        return ((long) topic << 32) | (partition & 0xffffffffL);
+    }
+
+    /** A partition's batch is in a Produce request: its records count as sent, once. */
+    void seen(long partition, Object records, int count) {
+        synchronized (seenBatches) {
+            ArrayDeque<Object> recent = seenBatches.computeIfAbsent(partition,
+                                                                     k -> new ArrayDeque<>());
+            for (Object r : recent) {
+                if (r == records) return;  // a retry of a batch already counted
+            }
+            recent.addLast(records);
+            if (recent.size() > SEEN_BATCHES) recent.removeFirst();
+        }
+        sentRecords.computeIfAbsent(partition, k -> new AtomicLong()).addAndGet(count);
     }
 
     /** Swap the Sender's KafkaClient for a counting proxy (before the first send). */
@@ -202,11 +261,13 @@ public final class KbatchProducerDriver {
 
     final class Delivered implements Callback {
         final int topic;
-        final long intendedNs, id;
+        final long intendedNs, id, partition, position;
         final boolean record;
 
-        Delivered(int topic, long intendedNs, long id, boolean record) {
+        Delivered(int topic, long intendedNs, long id, boolean record, long partition,
+                  long position) {
             this.topic = topic; this.intendedNs = intendedNs; this.id = id; this.record = record;
+            this.partition = partition; this.position = position;
         }
 
         @Override
@@ -214,7 +275,17 @@ public final class KbatchProducerDriver {
             long now = System.nanoTime();
             lastAckNs.accumulateAndGet(now, Math::max);
             if (exception != null) {
-                fail(topic, exception);
+                AtomicLong sent = sentRecords.get(partition);
+                if (mayBeWritten(exception) && sent != null && position < sent.get()) {
+                    settleUnknown(topic, exception.getClass().getSimpleName());
+                } else {
+                    fail(topic, exception);
+                }
+                return;
+            }
+            if (acksZero) {  // written, never answered: no latency, no offset
+                unacked.incrementAndGet();
+                topicUnacked.incrementAndGet(topic);
                 return;
             }
             acked.incrementAndGet();
@@ -229,6 +300,18 @@ public final class KbatchProducerDriver {
                      + id + "}", false);
             }
         }
+    }
+
+    /** Errors after which a message that was in a request may be in the topic. */
+    static boolean mayBeWritten(Exception exception) {
+        return exception instanceof TimeoutException || exception instanceof NetworkException
+            || (exception.getClass() == KafkaException.class);  // close(0): forced
+    }
+
+    void settleUnknown(int topic, String reason) {
+        unknown.incrementAndGet();
+        topicUnknown.incrementAndGet(topic);
+        synchronized (unknownReasons) { unknownReasons.merge(reason, 1L, Long::sum); }
     }
 
     void fail(int topic, Exception exception) {
@@ -261,8 +344,11 @@ public final class KbatchProducerDriver {
         latency = new Histogram[topics.length];
         topicAcked = new AtomicLongArray(topics.length);
         topicFailed = new AtomicLongArray(topics.length);
+        topicUnacked = new AtomicLongArray(topics.length);
+        topicUnknown = new AtomicLongArray(topics.length);
         for (int i = 0; i < topics.length; i++) {
             latency[i] = new Histogram(LOWEST_US, HIGHEST_US, DIGITS);
+            topicIndex.put(topics[i], i);
         }
         deliveries = Boolean.parseBoolean(header.getProperty("kbatch.deliveries", "false"));
         long progressMs = Long.parseLong(header.getProperty("kbatch.progress.ms", "1000"));
@@ -270,6 +356,7 @@ public final class KbatchProducerDriver {
         for (String name : header.stringPropertyNames()) {
             if (!name.startsWith("kbatch.")) config.setProperty(name, header.getProperty(name));
         }
+        acksZero = "0".equals(config.getProperty("acks", "").trim());
         KafkaProducer<byte[], byte[]> producer;
         try {
             producer = new KafkaProducer<>(config, new ByteArraySerializer(),
@@ -362,8 +449,11 @@ public final class KbatchProducerDriver {
         }
         ProducerRecord<byte[], byte[]> rec = new ProducerRecord<>(
             topics[topic], partition < 0 ? null : partition, timestampMs, key, value, headers);
+        long where = key(topic, partition);
+        long position = positions.computeIfAbsent(where, k -> new long[1])[0]++;
+        submitted.incrementAndGet();
         try {
-            producer.send(rec, new Delivered(topic, intendedNs, id, record));
+            producer.send(rec, new Delivered(topic, intendedNs, id, record, where, position));
         } catch (RuntimeException e) {  // refused at once (not through the callback)
             fail(topic, e);
         }
@@ -408,12 +498,20 @@ public final class KbatchProducerDriver {
 
     String result(String nodeTotals, String producerMetrics) {
         StringBuilder b = new StringBuilder("{\"type\":\"result\",\"acked\":" + acked.get()
-            + ",\"failed\":" + failed.get() + ",\"requests\":" + requests.get()
+            + ",\"failed\":" + failed.get() + ",\"unacked\":" + unacked.get()
+            + ",\"unknown\":" + unknown.get() + ",\"submitted\":" + submitted.get()
+            + ",\"requests\":" + requests.get()
             + ",\"last_ack_ns\":" + lastAckNs.get()
             + ",\"interception\":" + quote(interception) + ",\"failed_reasons\":{");
         synchronized (failedReasons) {
             List<String> items = new ArrayList<>();
             failedReasons.forEach((k, v) -> items.add(quote(k) + ":" + v));
+            b.append(String.join(",", items));
+        }
+        b.append("},\"unknown_reasons\":{");
+        synchronized (unknownReasons) {
+            List<String> items = new ArrayList<>();
+            unknownReasons.forEach((k, v) -> items.add(quote(k) + ":" + v));
             b.append(String.join(",", items));
         }
         b.append("},\"requests_by_node\":{");
@@ -424,6 +522,8 @@ public final class KbatchProducerDriver {
         }
         b.append("},\"topic_acked\":").append(topicAcked.toString().replace(" ", ""));
         b.append(",\"topic_failed\":").append(topicFailed.toString().replace(" ", ""));
+        b.append(",\"topic_unacked\":").append(topicUnacked.toString().replace(" ", ""));
+        b.append(",\"topic_unknown\":").append(topicUnknown.toString().replace(" ", ""));
         b.append(",\"producer_metrics\":").append(producerMetrics);
         b.append(",\"node_request_total\":").append(nodeTotals).append(",\"latency_us\":[");
         for (int i = 0; i < latency.length; i++) {
