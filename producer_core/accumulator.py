@@ -14,7 +14,6 @@ import struct
 from array import array
 from collections import deque
 from dataclasses import dataclass
-from itertools import repeat
 from operator import itemgetter
 
 import numpy as np
@@ -224,11 +223,11 @@ class Accumulator:
         times, accounting and events as appending record by record (`append_each`).
 
         The hottest code in kbatch. A pass is grouped by slot (slots are independent, so
-        each slot's records keep their order and batch boundaries); within a slot, the
-        records that surely fit the open batch (by the builder's own size of the largest
-        of them) go to the C builder through one `map`, and ids, intended times and byte
-        counts are added once per batch rather than once per record. Returns the
-        (slot, event) pairs whose event is not APPENDED, in record order, for the policy.
+        each slot's records keep their order and batch boundaries): per record, only the C
+        builder's `append` and its refusal check remain; the queue, the open batch, the
+        offset, the ids, the intended times and the record bytes (what the builder grew
+        by) are dealt with once per slot and batch. Returns the (slot, event) pairs whose
+        event is not APPENDED, in record order, for the policy.
         """
         count = len(values)
         if count < BULK_MIN_RECORDS or type(message_ids) is not range:
@@ -252,7 +251,6 @@ class Accumulator:
                                               message_ids.step, dtype=np.int64)[order])
         intended_sorted = _to_array("d", np.asarray(intended, dtype=np.float64)[order])
         queues = self.queues
-        batch_size = self.batch_size
         events: list[tuple[int, int, int]] = []
         record_bytes = 0
         for slot, begin, end in zip(group_slots, starts, ends, strict=True):
@@ -264,44 +262,36 @@ class Accumulator:
             else:
                 batch = self._new_batch(slot, now)
                 events.append((order_list[begin], slot, BECAME_NONEMPTY))
-            longest_value = max(values_sorted[begin:end], key=len)
-            longest_key = (None if keys_sorted is None
-                           else max(keys_sorted[begin:end], key=len))
             builder = batch.builder
-            append = builder.append
             offset = len(batch.ids)
             before = builder.size()
             segment = pos = begin
-            while pos < end:
-                # no record of this slot is larger than this one (sizes grow with key,
-                # value and offset), so `fit` of them surely fit the open batch
-                bound = builder.size_in_bytes(offset + end - pos, timestamp_ms, longest_key,
-                                              longest_value, headers)
-                fit = min(end - pos, (batch_size - builder.size()) // bound)
-                if fit > 1:
-                    stop = pos + fit
-                    added = list(map(
-                        append, range(offset, offset + fit), repeat(timestamp_ms, fit),
-                        repeat(None, fit) if keys_sorted is None else keys_sorted[pos:stop],
-                        values_sorted[pos:stop], repeat(headers, fit)))
-                    if None in added:
-                        raise AssertionError("record batch refused a record sized to fit")
-                    offset += fit
-                    pos = stop
-                    continue
-                key = None if keys_sorted is None else keys_sorted[pos]
-                if append(offset, timestamp_ms, key, values_sorted[pos], headers) is not None:
-                    offset += 1
-                    pos += 1
-                    continue
-                # the builder refused it: the batch is full, the record starts a new one
-                record_bytes += _add_segment(batch, ids_sorted, intended_sorted, segment,
-                                             pos, before)
+            while True:
+                append = builder.append
+                first = offset
+                if keys_sorted is None:
+                    for value in values_sorted[pos:end]:
+                        if append(offset, timestamp_ms, None, value, headers) is None:
+                            break
+                        offset += 1
+                    else:
+                        break
+                else:
+                    for key, value in zip(keys_sorted[pos:end], values_sorted[pos:end],
+                                          strict=True):
+                        if append(offset, timestamp_ms, key, value, headers) is None:
+                            break
+                        offset += 1
+                    else:
+                        break
+                # the builder refused a record: the batch is full, the record starts a new one
+                pos += offset - first
+                record_bytes += _add_segment(batch, ids_sorted, intended_sorted, segment, pos,
+                                             before)
                 batch.closed = True
                 batch = self._new_batch(slot, now)
                 events.append((order_list[pos], slot, BATCH_FILLED))
                 builder = batch.builder
-                append = builder.append
                 offset = 0
                 before = builder.size()
                 segment = pos
