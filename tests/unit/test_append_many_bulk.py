@@ -11,6 +11,7 @@ import zlib
 import pytest
 
 from producer_core.accumulator import (
+    BULK_MIN_PER_SLOT,
     BULK_MIN_RECORDS,
     Accumulator,
     TopicPartition,
@@ -25,7 +26,7 @@ def _passes(seed: int, keyed: bool, sizes: str, slot_pattern: str, passes: int =
     next_id = 1000
     timestamp = 1_700_000_000_000
     for number in range(passes):
-        count = rng.choice([BULK_MIN_RECORDS, 100, 500, 1000, 3])
+        count = rng.choice([BULK_MIN_RECORDS, BULK_MIN_RECORDS + 1, 100, 500, 1000, 3])
         if slot_pattern == "round_robin":
             start = rng.randrange(len(SLOTS))
             slots = [(start + i) % len(SLOTS) for i in range(count)]
@@ -117,4 +118,18 @@ def test_record_bytes_are_the_builders_record_sizes():
 def test_lengths_must_agree():
     acc = Accumulator(SLOTS, 1024)
     with pytest.raises(ValueError):
-        acc.append_many([0] * 99, range(100), None, [b"x"] * 100, [0.0] * 100, 0.0, 0)
+        acc.append_many([0] * 999, range(1000), None, [b"x"] * 1000, [0.0] * 1000, 0.0, 0)
+
+
+def test_large_passes_take_the_grouped_path_small_ones_do_not(monkeypatch):
+    """The equivalence test above compares the grouped path only if large passes use it."""
+    acc = Accumulator(SLOTS, 1024)
+    calls = []
+    reference = acc.append_each
+    monkeypatch.setattr(acc, "append_each", lambda *a: calls.append(len(a[3])) or reference(*a))
+    big = BULK_MIN_PER_SLOT * len(SLOTS) + BULK_MIN_RECORDS
+    for count in (big, 10):
+        acc.append_many([i % len(SLOTS) for i in range(count)], range(count), None,
+                        [b"x"] * count, [0.0] * count, 0.0, 0)
+    assert calls == [10]
+    assert acc.queued_records == big + 10
