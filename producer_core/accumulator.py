@@ -237,9 +237,10 @@ class Accumulator:
                 or type(message_ids) is not range):
             return self.append_each(slots, message_ids, keys, values, intended, now,
                                     timestamp_ms, headers)
-        if len(slots) != count or len(intended) != count or (
+        if len(slots) != count or len(intended) != count or len(message_ids) != count or (
                 keys is not None and len(keys) != count):
-            raise ValueError("append_many: slots, keys, values and intended differ in length")
+            raise ValueError("append_many: slots, ids, keys, values and intended differ in "
+                             "length")
         slot_array = np.array(slots, dtype=np.int64)
         order = np.argsort(slot_array, kind="stable")
         sorted_slots = slot_array[order]

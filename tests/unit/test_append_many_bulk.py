@@ -119,6 +119,8 @@ def test_lengths_must_agree():
     acc = Accumulator(SLOTS, 1024)
     with pytest.raises(ValueError):
         acc.append_many([0] * 999, range(1000), None, [b"x"] * 1000, [0.0] * 1000, 0.0, 0)
+    with pytest.raises(ValueError):
+        acc.append_many([0] * 1000, range(1001), None, [b"x"] * 1000, [0.0] * 1000, 0.0, 0)
 
 
 def test_large_passes_take_the_grouped_path_small_ones_do_not(monkeypatch):
