@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -74,3 +76,17 @@ def broker_bootstrap(request: pytest.FixtureRequest) -> BrokerUnderTest:
         return BrokerUnderTest("kafka", cluster.bootstrap, cluster.nodes)
     broker: EmbeddedBroker = request.getfixturevalue("tansu_broker")
     return BrokerUnderTest("tansu", broker.bootstrap, 1)
+
+
+@contextmanager
+def own_embedded_broker(port: int | None = None) -> Iterator[EmbeddedBroker]:
+    """A Tansu broker of one test alone (pausing it must disturb no other test), resumed
+    if the test left it SIGSTOPped and stopped on every exit path."""
+    broker = EmbeddedBroker(port=port) if port is not None else EmbeddedBroker()
+    broker.start()
+    try:
+        yield broker
+    finally:
+        if broker.pid is not None:
+            os.kill(broker.pid, signal.SIGCONT)
+        broker.stop()

@@ -21,6 +21,7 @@ from producer_core.config import build_settings
 from producer_core.engine import Delivery, run
 from producer_core.metrics import Results
 from producer_core.workload import Workload
+from tests.kafka_fixtures import own_embedded_broker
 from tests.readback import read_all
 
 pytestmark = pytest.mark.broker
@@ -31,14 +32,8 @@ PARTITIONS = 6
 @pytest.fixture()
 def broker() -> Iterator[EmbeddedBroker]:
     """A broker of this test alone: pausing it must not disturb any other test."""
-    broker = EmbeddedBroker()
-    broker.start()
-    try:
+    with own_embedded_broker() as broker:
         yield broker
-    finally:
-        if broker.pid is not None:
-            os.kill(broker.pid, signal.SIGCONT)
-        broker.stop()
 
 
 def pause(broker: EmbeddedBroker, at_s: float, for_s: float | None) -> threading.Timer:

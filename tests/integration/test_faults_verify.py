@@ -24,6 +24,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from producer_core.brokers.embedded import EmbeddedBroker, free_port
 from producer_core.results_io import validate_document
 from tests.cli.test_produce_cli import KBATCH, ROOT
+from tests.kafka_fixtures import own_embedded_broker
 
 pytestmark = [pytest.mark.broker, pytest.mark.faults]
 
@@ -36,14 +37,8 @@ NO_IDEMPOTENCE = ("-X", "enable.idempotence=false", "-X", "acks=1")
 @pytest.fixture()
 def broker() -> Iterator[EmbeddedBroker]:
     """A broker of this test alone, on a fixed port (a restart must come back there)."""
-    broker = EmbeddedBroker(port=free_port())
-    broker.start()
-    try:
+    with own_embedded_broker(free_port()) as broker:
         yield broker
-    finally:
-        if broker.pid is not None:
-            os.kill(broker.pid, signal.SIGCONT)
-        broker.stop()
 
 
 def kbatch_produce(bootstrap: str, topic: str, json_path: Path, *extra: str,

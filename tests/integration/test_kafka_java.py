@@ -27,7 +27,7 @@ from producer_core.kafka_java.fidelity import PAIRS, check
 from producer_core.results_io import add_facts, results_schema, validate_document
 from producer_core.workload import Workload
 from tests.client_checks import assert_read_back_where_reported, assert_same_partitions
-from tests.kafka_fixtures import fresh_topic
+from tests.kafka_fixtures import fresh_topic, own_embedded_broker
 from tests.readback import read_all
 
 pytestmark = pytest.mark.broker
@@ -101,14 +101,8 @@ def test_kafka_java_acks_zero_is_sent_unacknowledged_or_a_clear_error(broker_boo
 @pytest.fixture()
 def own_broker() -> Iterator[EmbeddedBroker]:
     """A broker of this test alone: pausing it must not disturb any other test."""
-    broker = EmbeddedBroker()
-    broker.start()
-    try:
+    with own_embedded_broker() as broker:
         yield broker
-    finally:
-        if broker.pid is not None:
-            os.kill(broker.pid, signal.SIGCONT)
-        broker.stop()
 
 
 def test_kafka_java_settles_a_hung_brokers_messages_as_the_engine_does(own_broker,
