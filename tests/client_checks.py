@@ -14,6 +14,13 @@ from tests.kafka_fixtures import fresh_topic
 from tests.readback import read_all
 
 
+def all_acknowledged(total: int) -> dict[str, object]:
+    """A run's `messages` block when every one of `total` messages was acknowledged."""
+    return {"intended": total, "sent": total, "acknowledged": total, "failed": 0,
+            "failed_reasons": {}, "discarded": 0, "discard_reasons": {}, "unknown": 0,
+            "unknown_reasons": {}, "sent_unacknowledged": 0, "aborted": 0}
+
+
 def assert_read_back_where_reported(bootstrap: str, topic: str, partitions: int, keys: int,
                                     total: int, deliveries: list[Delivery]) -> None:
     """Every message is in the topic once, at the partition and offset the driver
