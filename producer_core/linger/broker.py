@@ -16,12 +16,15 @@ that holds is the send's reason:
 5. ``retry``           a retried batch joined the collector (see `on_requeue`)
 
 **Send lead:** a message is acknowledged one send time (building the request, the broker
-writing it, the response) after its window ends, so the window ends early by the measured
-send time of that broker (an average of its round trips, `on_response`), so that the first
-message of a window is acknowledged about `broker.linger.ms` after it joined, as a
-per-partition linger's is after its timer. The lead is at most ``SEND_LEAD_MAX_SHARE`` of
-the window: windows then end at least every 20/21 of it, at most 5% more requests than
-the floor (duration / window), however slow the broker answers.
+writing it, the response) after its window ends, so the window ends early by the send time
+of that broker, so that the first message of a window is acknowledged about
+`broker.linger.ms` after it joined, as a per-partition linger's is after its timer. The
+send time is estimated from the broker's answered round trips (`on_response`) as TCP
+estimates its retransmission timeout: an average plus ``SEND_TIME_SPREAD`` mean deviations,
+so that a window's *slowest* messages, not its average ones, stay within the bound. Until
+the broker has answered once, the lead is the cap. The lead is at most
+``SEND_LEAD_MAX_SHARE`` of the window: windows then end at least every 20/21 of it, at most
+5% more requests than the floor (duration / window), however slow the broker answers.
 
 The reason is decided when the send starts, so a collector that became due by linger
 while blocked on the in-flight limit and reached a cap meanwhile is tagged with the cap.
@@ -80,7 +83,9 @@ if TYPE_CHECKING:
 SEND_LEAD_MAX_SHARE = 1.0 / 21.0
 """Largest share of a window the send lead takes off it (at most 5% more windows)."""
 SEND_TIME_WEIGHT = 0.3
-"""Weight of the newest round trip in a broker's send-time average."""
+"""Weight of the newest round trip in a broker's send-time average and mean deviation."""
+SEND_TIME_SPREAD = 2.0
+"""Mean deviations added to the average send time (the lead covers slow sends too)."""
 
 REASONS = ("flush", "max_partitions", "max_bytes", "broker_linger", "retry")
 """Send reasons in priority order."""
@@ -103,7 +108,7 @@ class BrokerLinger(CollectorPolicy):
     ) -> None:
         super().__init__(accumulator, leaders, limits, max_partitions, max_bytes)
         self.linger_s = linger_s
-        self._send_time: dict[int, float] = {}  # broker -> average round trip (s)
+        self._send_time: dict[int, tuple[float, float]] = {}  # broker -> (average, deviation)
 
     def triggers(self) -> list[Trigger]:
         return [Flush(), *caps(self.max_partitions, self.max_bytes), Window(), Retry()]
@@ -112,9 +117,13 @@ class BrokerLinger(CollectorPolicy):
         return self.linger_s
 
     def send_lead(self, collector: Collector) -> float:
-        """The broker's measured send time, at most `SEND_LEAD_MAX_SHARE` of the window."""
-        return min(self._send_time.get(collector.broker, 0.0),
-                   self.window_s(collector) * SEND_LEAD_MAX_SHARE)
+        """The broker's send time (the cap until it is measured), at most the cap."""
+        cap = self.window_s(collector) * SEND_LEAD_MAX_SHARE
+        estimate = self._send_time.get(collector.broker)
+        if estimate is None:
+            return cap
+        average, deviation = estimate
+        return min(average + SEND_TIME_SPREAD * deviation, cap)
 
     def on_response(
         self, broker: int, rtt_s: float, now: float, throttle_ms: int, retried: bool
@@ -122,9 +131,14 @@ class BrokerLinger(CollectorPolicy):
         """Learn the broker's send time from answered requests (failed ones say nothing)."""
         if retried:
             return
-        average = self._send_time.get(broker)
-        self._send_time[broker] = rtt_s if average is None else (
-            average + SEND_TIME_WEIGHT * (rtt_s - average))
+        estimate = self._send_time.get(broker)
+        if estimate is None:
+            self._send_time[broker] = (rtt_s, rtt_s / 2)  # as TCP's first sample (RFC 6298)
+            return
+        average, deviation = estimate
+        self._send_time[broker] = (
+            average + SEND_TIME_WEIGHT * (rtt_s - average),
+            deviation + SEND_TIME_WEIGHT * (abs(rtt_s - average) - deviation))
 
 
 # --------------------------------------------------------------------------- registry

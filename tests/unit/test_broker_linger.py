@@ -27,11 +27,18 @@ FREE = {1: 5, 2: 5}
 
 def make(partitions: int = 4, leaders: list[int] | None = None, linger_s: float = 0.010,
          max_partitions: int = -1, max_bytes: int = -1, batch_size: int = 16384,
-         max_request_size: int = 1 << 20, request_max_partitions: int | None = None):
+         max_request_size: int = 1 << 20, request_max_partitions: int | None = None,
+         instant_brokers: bool = True):
+    """A policy over an accumulator. With `instant_brokers` every broker has answered once
+    in no time, so windows last exactly `linger_s` (no send lead); without, nothing is
+    measured yet."""
     acc = Accumulator([TopicPartition("t", p) for p in range(partitions)], batch_size)
     limits = RequestLimits(max_request_size, request_max_partitions)
-    policy = BrokerLinger(acc, leaders or [1] * partitions, limits, linger_s,
-                          max_partitions, max_bytes)
+    leaders = leaders or [1] * partitions
+    policy = BrokerLinger(acc, leaders, limits, linger_s, max_partitions, max_bytes)
+    if instant_brokers:
+        for broker in set(leaders):
+            policy.on_response(broker, 0.0, now=0.0, throttle_ms=0, retried=False)
     return acc, policy
 
 
@@ -506,32 +513,49 @@ def test_stats_for_a_known_scenario():
 
 # ------------------------------------------------------------------ send lead
 def test_window_ends_early_by_the_measured_send_time():
-    acc, policy = make(linger_s=0.500)
+    acc, policy = make(linger_s=0.500, instant_brokers=False)
     policy.on_response(1, 0.010, now=0.0, throttle_ms=0, retried=False)
     append(acc, policy, 0, now=1.000)
-    assert policy.next_wakeup() == pytest.approx(1.490)
-    assert policy.poll(1.489, PollContext(FREE)) == []
-    assert sent_slots(policy.poll(1.490, PollContext(FREE))) == [[0]]
+    # first sample: average 10 ms, deviation half of it (RFC 6298) -> lead 10 + 2 * 5 ms
+    assert policy.next_wakeup() == pytest.approx(1.480)
+    assert policy.poll(1.479, PollContext(FREE)) == []
+    assert sent_slots(policy.poll(1.480, PollContext(FREE))) == [[0]]
 
 
-def test_send_time_is_an_average_of_answered_round_trips_only():
-    acc, policy = make(linger_s=0.500)
+def test_send_time_is_an_average_plus_deviation_of_answered_round_trips_only():
+    acc, policy = make(linger_s=1.000, instant_brokers=False)
     policy.on_response(1, 0.010, now=0.0, throttle_ms=0, retried=False)
     policy.on_response(1, 0.020, now=0.1, throttle_ms=0, retried=False)
     policy.on_response(1, 5.000, now=0.2, throttle_ms=0, retried=True)  # failed: ignored
     append(acc, policy, 0, now=1.000)
-    # 0.010 + 0.3 * (0.020 - 0.010)
-    assert policy.next_wakeup() == pytest.approx(1.500 - 0.013)
+    average = 0.010 + 0.3 * (0.020 - 0.010)
+    deviation = 0.005 + 0.3 * (abs(0.020 - 0.010) - 0.005)
+    assert policy.next_wakeup() == pytest.approx(2.000 - (average + 2 * deviation))
 
 
-def test_send_lead_is_per_broker():
-    acc, policy = make(partitions=2, leaders=[1, 2], linger_s=0.500)
-    policy.on_response(2, 0.015, now=0.0, throttle_ms=0, retried=False)
-    append(acc, policy, 0, now=1.000)  # broker 1: nothing measured, the full window
-    append(acc, policy, 1, now=1.000)
-    assert policy.next_wakeup() == pytest.approx(1.485)
-    assert sent_slots(policy.poll(1.485, PollContext(FREE))) == [[1]]
-    assert policy.next_wakeup() == pytest.approx(1.500)
+def test_steady_round_trips_make_the_lead_their_average_and_jitter_makes_it_longer():
+    steady_acc, steady = make(linger_s=0.500, instant_brokers=False)
+    jittery_acc, jittery = make(linger_s=0.500, instant_brokers=False)
+    for index in range(60):
+        steady.on_response(1, 0.012, now=index, throttle_ms=0, retried=False)
+        jittery.on_response(1, 0.004 if index % 2 else 0.020, now=index, throttle_ms=0,
+                            retried=False)
+    append(steady_acc, steady, 0, now=100.0)
+    append(jittery_acc, jittery, 0, now=100.0)
+    assert steady.next_wakeup() == pytest.approx(100.488, abs=1e-6)
+    # the same 12 ms average, but the slow sends are 20 ms: the lead covers them
+    assert jittery.next_wakeup() <= 100.5 - 0.020
+
+
+def test_send_lead_is_per_broker_and_the_cap_until_a_broker_has_answered():
+    acc, policy = make(partitions=2, leaders=[1, 2], linger_s=0.500, instant_brokers=False)
+    for index in range(60):
+        policy.on_response(2, 0.015, now=index, throttle_ms=0, retried=False)
+    append(acc, policy, 0, now=100.000)  # broker 1: nothing measured, the cap
+    append(acc, policy, 1, now=100.000)
+    assert policy.next_wakeup() == pytest.approx(100.500 - 0.500 / 21)
+    assert sent_slots(policy.poll(100.500 - 0.500 / 21, PollContext(FREE))) == [[0]]
+    assert policy.next_wakeup() == pytest.approx(100.485, abs=1e-6)
 
 
 def test_send_lead_is_capped_so_windows_stay_within_five_percent_of_the_floor():
