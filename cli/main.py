@@ -43,6 +43,7 @@ from cli.stopping import StopOnSignal, accepts_stop
 from cli.sweep_cmd import sweep
 from cli.txn_opts import transaction_options
 from producer_core.brokers import BrokerTarget, broker_target
+from producer_core.brokers.per_run import run_targets
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
 from producer_core.errors import UsageError
@@ -228,7 +229,9 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,
               help="Run the modes interleaved this many times; report median (min-max).")
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
-              help="Kafka cluster to use. Default: one embedded Tansu broker for all modes.")
+              help="Kafka cluster to use. Default: an embedded Tansu broker started afresh "
+                   "for each run (Tansu's cost per idempotent batch grows with every "
+                   "producer it has seen; --broker kafka is one cluster for all runs).")
 @client_options
 @lab_options
 @runner_options
@@ -287,14 +290,14 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                                                  if repeat > 1 else "") + ".")
         return stack.enter_context(runner.progress(f"[{mode}]", progress))
 
-    with stopper, broker_target(bootstrap_servers, **shape) as target, \
+    with stopper, run_targets(bootstrap_servers, shape) as (target, on_its_broker), \
             runner.open() as engine_run, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         announce_start(target)
         console.print(f"Comparing {', '.join(modes)} on {target.description}"
                       f"{runner.description}.")
         run, stop = engine_call(engine_run, verify, stopper)
-        recorder = RunRecorder(run)
+        recorder = RunRecorder(on_its_broker(run))
         document = compare(workload, mode_runs, target.bootstrap, repeat, on_start,
                            run_one=recorder, stop=stop.get("stop"))
         document["broker"] = target.description

@@ -18,7 +18,8 @@ from rich.table import Table
 from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape, workload_from_flags, workload_options
 from cli.render import console, out
-from producer_core.brokers import BrokerTarget, broker_target
+from producer_core.brokers import BrokerTarget
+from producer_core.brokers.per_run import run_targets
 from producer_core.compare import parse_modes
 from producer_core.config import MODES, parse_assignment
 from producer_core.distributed.plan import MASTER_FORMS, MAX_WORKERS
@@ -198,7 +199,8 @@ def sweep_table(document: dict[str, Any]) -> Table:
               help="The recommendation's comparison: the best cell of this mode that meets "
                    "the SLO.")
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
-              help="Kafka cluster to use. Default: one embedded Tansu broker for all cells.")
+              help="Kafka cluster to use. Default: an embedded Tansu broker started afresh "
+                   "for each run (--broker kafka: one cluster for all runs).")
 @lab_options
 @click.option("--runner", type=click.Choice(["local", "spark"]), default="local",
               show_default=True,
@@ -262,8 +264,9 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     with ExitStack() as stack:
         if spark is not None and not bootstrap_servers:  # every task starts its own broker
             target = BrokerTarget("", "its own embedded broker per cell", embedded=True)
+            on_its_broker = None
         else:
-            target = stack.enter_context(broker_target(bootstrap_servers, **shape))
+            target, on_its_broker = stack.enter_context(run_targets(bootstrap_servers, shape))
         if spark is not None:
             console.print(f"Starting Spark ({spark.master.url})...")
             stack.enter_context(spark)
@@ -271,7 +274,8 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         warnings.simplefilter("ignore")
         from producer_core.engine import run
 
-        sweeper = SweepRunner(plan, out_dir, target.bootstrap, run, target.description,
+        sweeper = SweepRunner(plan, out_dir, target.bootstrap,
+                              on_its_broker(run) if on_its_broker else run, target.description,
                               target.embedded, execute=spark)
         total = len(cells) * repeats
         console.print(f"Sweeping {len(cells)} cells × {repeats} repeat"
