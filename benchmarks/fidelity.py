@@ -25,7 +25,9 @@ import sys
 from contextlib import AbstractContextManager
 from typing import Any
 
+from producer_core.brokers.per_run import on_own_broker
 from producer_core.compare import compare, parse_mode_configs
+from producer_core.engine import run as engine_run
 from producer_core.kafka_java.fidelity import PAIRS, check
 from producer_core.workload import Workload
 
@@ -47,7 +49,8 @@ def _broker(name: str) -> AbstractContextManager[Any]:
 
 
 def run_pair(bootstrap: str, scenario: str, pair: tuple[str, tuple[str, ...], str],
-             args: argparse.Namespace) -> dict[str, Any]:
+             args: argparse.Namespace, own_brokers: bool = False) -> dict[str, Any]:
+    """One pair on one scenario; `own_brokers`: each run on its own Tansu (see per_run)."""
     spec = SCENARIOS[scenario]
     emulation, extra, real = pair
     workload = Workload(topic=f"fidelity-{scenario}", partitions=spec["partitions"],
@@ -56,7 +59,8 @@ def run_pair(bootstrap: str, scenario: str, pair: tuple[str, tuple[str, ...], st
     per_mode = [f"{emulation}:{item}" for item in extra]
     runs = parse_mode_configs([real, emulation], COMMON, per_mode,
                               linger_ms=spec["linger_ms"])
-    document = compare(workload, runs, bootstrap, repeat=args.repeat,
+    own = {"run_one": on_own_broker(engine_run, {})} if own_brokers else {}
+    document = compare(workload, runs, bootstrap, repeat=args.repeat, **own,
                        on_start=lambda mode, _: print(f"  {mode}...", file=sys.stderr))
     by_mode: dict[str, list[dict[str, Any]]] = {}
     for run in document["runs"]:
@@ -91,7 +95,8 @@ def main() -> None:
             for scenario in args.scenarios.split(","):
                 for pair in pairs:
                     print(f"{broker_name} {scenario}: {pair[2]} vs {pair[0]}", file=sys.stderr)
-                    item = run_pair(broker.bootstrap, scenario, pair, args)
+                    item = run_pair(broker.bootstrap, scenario, pair, args,
+                                    own_brokers=broker_name == "tansu")
                     item["broker"] = broker_name
                     results.append(item)
                     _print(item)

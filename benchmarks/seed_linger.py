@@ -25,9 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from producer_core.brokers.embedded import EmbeddedBroker
+from producer_core.brokers.per_run import on_own_broker
 from producer_core.compare import ModeRun, compare, parse_mode_configs, summary_rows
 from producer_core.config import build_settings
+from producer_core.engine import run as engine_run
 from producer_core.workload import Workload
 
 SEED_FIGURES = {  # the seed's own numbers: 3 brokers, 60 s
@@ -48,27 +49,27 @@ def run_rate(rate: int, seconds: float, partitions: int, modes: list[str],
                         duration_s=seconds, message_size=100)
     mode_runs = parse_mode_configs(
         modes, [], [*(BROKER_CONFIG if "broker" in modes else []), *extra], linger_ms=500)
-    with EmbeddedBroker() as broker:
-        print(f"rate {rate:,}/s: running {', '.join(modes)} for {seconds:.0f} s each...",
+    own_broker = on_own_broker(engine_run, {})  # each run on its own Tansu (per_run's docstring)
+    print(f"rate {rate:,}/s: running {', '.join(modes)} for {seconds:.0f} s each...",
+          file=sys.stderr)
+    document = compare(workload, mode_runs, "", run_one=own_broker)
+    if reference_check:
+        # kbatch's per-partition model of stock librdkafka (one partition per request)
+        runs = [ModeRun("partition", build_settings(
+            {"linger.ms": "500", "produce.request.max.partitions": "1"}, mode="partition"))]
+        if "librdkafka" not in modes:
+            runs.insert(0, ModeRun("librdkafka", build_settings(
+                {"linger.ms": "500"}, mode="librdkafka")))
+        print(f"rate {rate:,}/s: reference check, running "
+              f"{', '.join(r.mode for r in runs)} (1 partition per request)...",
               file=sys.stderr)
-        document = compare(workload, mode_runs, broker.bootstrap)
-        if reference_check:
-            # kbatch's per-partition model of stock librdkafka (one partition per request)
-            runs = [ModeRun("partition", build_settings(
-                {"linger.ms": "500", "produce.request.max.partitions": "1"}, mode="partition"))]
-            if "librdkafka" not in modes:
-                runs.insert(0, ModeRun("librdkafka", build_settings(
-                    {"linger.ms": "500"}, mode="librdkafka")))
-            print(f"rate {rate:,}/s: reference check, running "
-                  f"{', '.join(r.mode for r in runs)} (1 partition per request)...",
-                  file=sys.stderr)
-            reference = compare(Workload(topic=f"seed-{rate}-ref", partitions=partitions,
-                                         rate=rate, duration_s=seconds, message_size=100),
-                                runs, broker.bootstrap)
-            if "librdkafka" in modes:
-                reference["summary"]["librdkafka"] = document["summary"]["librdkafka"]
-            document["reference_check"] = reference
-        return document
+        reference = compare(Workload(topic=f"seed-{rate}-ref", partitions=partitions,
+                                     rate=rate, duration_s=seconds, message_size=100),
+                            runs, "", run_one=own_broker)
+        if "librdkafka" in modes:
+            reference["summary"]["librdkafka"] = document["summary"]["librdkafka"]
+        document["reference_check"] = reference
+    return document
 
 
 def print_table(rate: int, seconds: float, document: dict[str, Any]) -> None:
