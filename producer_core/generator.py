@@ -221,7 +221,8 @@ class Generator:
         intended = intended_array.tolist()
         on_append = self.policy.on_append
         for slot, event in self.accumulator.append_many(
-                slots, ids, keys, values, intended, now, timestamp_ms, source.headers):
+                slots, ids, keys, values, intended, now, timestamp_ms, source.headers,
+                value_size=fixed):
             on_append(slot, event, now)
         if partitioner.closes is not None:
             for slot in partitioner.closes.finish_pass():

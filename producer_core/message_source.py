@@ -9,6 +9,7 @@ buffer cut to the drawn size, or a record of a payload file.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -38,6 +39,14 @@ BULK_VALUES = 64
 """Passes of at least this many fixed-size values are built in one numpy array."""
 _ID = struct.Struct(">Q")
 """The 8-byte big-endian message id (ids are never negative)."""
+_CUT_VALUES = 64
+"""Fixed-size values cut from a pass's bytes per `struct` call."""
+
+
+@functools.lru_cache(maxsize=16)
+def _cutter(size: int) -> struct.Struct:
+    """Unpacks `_CUT_VALUES` consecutive values of `size` bytes into bytes objects."""
+    return struct.Struct(f"{size}s" * _CUT_VALUES)
 
 
 def make_schedule(spec: TopicSpec, horizon: float | None, seed: int) -> Schedule:
@@ -219,5 +228,13 @@ class TopicSource:
             row = first + base - ids.start
             rows[row:row + n, ID_BYTES:] = data[start:start + n * stride].reshape(
                 n, stride)[:, :body]
-        blob = rows.tobytes()
-        return [blob[k:k + size] for k in range(0, count * size, size)]
+        # cut with struct (values made in C, 64 a call): a slice per value in a list
+        # comprehension cost ~80 ns a value, the interpreter's loop most of it
+        flat = memoryview(rows).cast("B")
+        full = count - count % _CUT_VALUES
+        values = []
+        for cut in _cutter(size).iter_unpack(flat[:full * size]):
+            values += cut
+        tail = flat[full * size:].tobytes()
+        values += [tail[k:k + size] for k in range(0, len(tail), size)]
+        return values
