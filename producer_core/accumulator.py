@@ -139,6 +139,29 @@ and BULK_MIN_PER_SLOT per slot: grouping costs about 1 µs per slot and 20 ns pe
 (measured), so smaller passes or groups go record by record."""
 
 
+_GROUPINGS_KEPT = 64
+"""Slot sequences whose grouping an accumulator keeps (~100 KB each for 1,000 records)."""
+
+
+class _Grouping:
+    """A pass's slots sorted, stably: `order[k]` is the pass index of the k-th record in
+    slot order; records [starts[g], ends[g]) of that order go to slot group_slots[g]."""
+
+    __slots__ = ("order", "order_list", "starts", "ends", "group_slots", "pick")
+
+    def __init__(self, slots: list[int]) -> None:
+        slot_array = np.array(slots, dtype=np.int64)
+        self.order = np.argsort(slot_array, kind="stable")
+        sorted_slots = slot_array[self.order]
+        cuts = (np.flatnonzero(sorted_slots[1:] != sorted_slots[:-1]) + 1).tolist()
+        self.starts = [0, *cuts]
+        self.ends = [*cuts, len(slots)]
+        self.group_slots: list[int] = sorted_slots[self.starts].tolist()
+        self.order_list: list[int] = self.order.tolist()
+        self.pick = itemgetter(*self.order_list)
+        """Picks a pass's items in slot order (a tuple)."""
+
+
 def _to_array(typecode: str, values: np.ndarray) -> array:
     """A contiguous int64/float64 ndarray as an `array` of the same items (one copy)."""
     out = array(typecode)
@@ -171,6 +194,9 @@ class Accumulator:
         self.queued_batches = 0
         self.held: set[int] = set()
         """Slots whose head waits for retry.backoff.ms: not drainable until released."""
+        self._groupings: dict[tuple[int, ...], _Grouping] = {}
+        """`append_many`'s grouping of a keyless pass's slots, by the slots: round-robin
+        passes repeat a few slot sequences (a slice of the cycle from a few starts)."""
 
     def _new_batch(self, slot: int, now: float, writer: bool = False) -> ProducerBatch:
         """A new open batch for `slot`: aiokafka's C builder, or (`writer`: passes of
@@ -228,7 +254,7 @@ class Accumulator:
         message_ids: range,
         keys: list[bytes] | None,
         values: list[bytes],
-        intended: list[float],
+        intended: list[float] | np.ndarray,
         now: float,
         timestamp_ms: int,
         headers: list[tuple[str, bytes | None]] = NO_HEADERS,
@@ -238,7 +264,8 @@ class Accumulator:
         times, accounting and events as appending record by record (`append_each`).
 
         `value_size`: every value has this many bytes (a fixed-size payload: the caller
-        knows). Keyless and headerless, such a pass goes to `_append_framed`.
+        knows). Keyless and headerless, such a pass goes to `_append_framed`. `intended`
+        may be a float64 array (saves the generator a list and this a conversion).
 
         The hottest code in kbatch. A pass is grouped by slot (slots are independent, so
         each slot's records keep their order and batch boundaries): per record, only the C
@@ -250,21 +277,27 @@ class Accumulator:
         count = len(values)
         if (count < BULK_MIN_RECORDS or count < BULK_MIN_PER_SLOT * len(self.slots)
                 or type(message_ids) is not range):
+            if type(intended) is np.ndarray:
+                intended = intended.tolist()
             return self.append_each(slots, message_ids, keys, values, intended, now,
                                     timestamp_ms, headers)
         if len(slots) != count or len(intended) != count or len(message_ids) != count or (
                 keys is not None and len(keys) != count):
             raise ValueError("append_many: slots, ids, keys, values and intended differ in "
                              "length")
-        slot_array = np.array(slots, dtype=np.int64)
-        order = np.argsort(slot_array, kind="stable")
-        sorted_slots = slot_array[order]
-        cuts = (np.flatnonzero(sorted_slots[1:] != sorted_slots[:-1]) + 1).tolist()
-        starts = [0, *cuts]
-        ends = [*cuts, count]
-        group_slots = sorted_slots[starts].tolist()
-        order_list = order.tolist()
-        pick = itemgetter(*order_list)
+        if keys is None:
+            slot_key = tuple(slots)
+            grouping = self._groupings.get(slot_key)
+            if grouping is None:
+                if len(self._groupings) >= _GROUPINGS_KEPT:
+                    self._groupings.clear()
+                grouping = self._groupings[slot_key] = _Grouping(slots)
+        else:
+            grouping = _Grouping(slots)
+        order = grouping.order
+        starts, ends, group_slots = grouping.starts, grouping.ends, grouping.group_slots
+        order_list = grouping.order_list
+        pick = grouping.pick
         values_sorted = pick(values)
         keys_sorted = pick(keys) if keys is not None else None
         ids_sorted = _to_array("q", np.arange(message_ids.start, message_ids.stop,
@@ -392,12 +425,12 @@ class Accumulator:
             parts[0::3] = framed
             parts[1::3] = bodies
             parts[2::3] = (NO_HEADERS_FIELD,) * count
-            joined = memoryview(b"".join(parts))
+            joined = b"".join(parts)
             if len(joined) != sum(size for _, size in shares):
                 raise ValueError(f"append_many: a value is not {value_size} bytes long")
             start = 0
             for writer, size in shares:
-                writer.records += joined[start:start + size]
+                writer.chunks.append(joined[start:start + size])
                 start += size
         self.queued_bytes += record_bytes
         self.queued_records += len(values)

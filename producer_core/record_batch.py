@@ -107,7 +107,7 @@ class RecordBatchWriter:
     """One partition's RecordBatch v2 under construction (magic 2, not transactional:
     the accumulator patches the transactional bit into the built bytes)."""
 
-    __slots__ = ("compression", "batch_size", "records", "length", "count",
+    __slots__ = ("compression", "batch_size", "chunks", "length", "count",
                  "first_timestamp", "max_timestamp", "last_offset", "producer_id",
                  "producer_epoch", "base_sequence", "framing")
 
@@ -116,8 +116,9 @@ class RecordBatchWriter:
             raise ValueError(f"unknown compression codec {compression}")
         self.compression = compression
         self.batch_size = batch_size
-        self.records = bytearray()
-        """The records' bytes (uncompressed), header excluded."""
+        self.chunks: list[bytes] = []
+        """The records' bytes (uncompressed), header excluded, as appended: joined once at
+        `build` (growing one bytearray copied it at every few appends)."""
         self.length = 0
         """Bytes of the records appended or planned (`plan`: the caller appends them)."""
         self.count = 0
@@ -165,8 +166,7 @@ class RecordBatchWriter:
         size = len(length) + len(body)
         if offset != 0 and HEADER_SIZE + self.length + size >= self.batch_size:
             return None
-        self.records += length
-        self.records += body
+        self.chunks.append(length + body)
         self.length += size
         if self.first_timestamp == -1:
             self.first_timestamp = self.max_timestamp = timestamp
@@ -180,7 +180,7 @@ class RecordBatchWriter:
              ) -> tuple[int, list[bytes], int]:
         """Make room for up to `count` keyless, headerless records of `value_size` bytes
         stamped `timestamp`, at the next offsets: as many as fit. Returns (how many, their
-        prefixes, their bytes): the caller appends to `records`, for each, the prefix,
+        prefixes, their bytes): the caller appends to `chunks`, for each, the prefix,
         the value and a zero header count (`_NO_HEADERS`), those bytes in all. None fit
         only if the batch is already full."""
         if self.first_timestamp == -1:
@@ -214,9 +214,9 @@ class RecordBatchWriter:
     def build(self) -> bytes:
         """The batch's wire bytes: records compressed with the codec (always, as the C
         builder does), the header, and the CRC-32C over attributes..end."""
-        if len(self.records) != self.length:
+        records = b"".join(self.chunks)
+        if len(records) != self.length:
             raise RuntimeError("RecordBatchWriter: planned records were never appended")
-        records = bytes(self.records)
         attributes = 0
         if self.compression:
             records = _ENCODERS[self.compression](records)

@@ -104,7 +104,7 @@ def _run(writer: RecordBatchWriter, timestamp: int, values: list[bytes], value_s
     framed = b"".join(p + v + NO_HEADERS_FIELD
                       for p, v in zip(prefixes, values[:taken], strict=True))
     assert len(framed) == size
-    writer.records += framed
+    writer.chunks.append(framed)
     return taken
 
 
