@@ -1,7 +1,7 @@
 """Batches framed by kbatch (`RecordBatchWriter`: unthrottled passes of same-sized keyless
-values) delivered exactly: produced to a real broker with every codec, idempotent or
-not, and read back: every message once, in order in its partition, with its value byte
-for byte, no key and no headers."""
+values) delivered exactly: produced to a real broker (Tansu, Apache Kafka) with every
+codec, idempotent or not, and read back: every message once, in order, at the partition
+and offset the engine reported, with its value byte for byte, no key and no headers."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from producer_core.config import build_settings
-from producer_core.engine import run
+from producer_core.engine import Delivery, run
 from producer_core.message_source import TopicSource
 from producer_core.payload import PayloadSpec
 from producer_core.record_batch import RecordBatchWriter
 from producer_core.workload import Workload, message_id_of
+from tests.kafka_fixtures import fresh_topic
 
 pytestmark = pytest.mark.broker
 
@@ -24,13 +25,13 @@ MESSAGES = 20_000
 
 
 async def _records(bootstrap: str, topic: str, expected: int
-                   ) -> dict[int, list[tuple[bytes | None, bytes | None, list]]]:
-    """(key, value, headers) of every record per partition, in offset order."""
+                   ) -> dict[int, list[tuple[int, bytes | None, bytes | None, list]]]:
+    """(offset, key, value, headers) of every record per partition, in offset order."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                                 group_id=None, auto_offset_reset="earliest",
                                 fetch_max_bytes=16 << 20, max_partition_fetch_bytes=4 << 20)
     await consumer.start()
-    found: dict[int, list[tuple[bytes | None, bytes | None, list]]] = {
+    found: dict[int, list[tuple[int, bytes | None, bytes | None, list]]] = {
         p: [] for p in range(PARTITIONS)}
     try:
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
@@ -40,10 +41,12 @@ async def _records(bootstrap: str, topic: str, expected: int
         deadline = asyncio.get_running_loop().time() + 30
         while total < expected and asyncio.get_running_loop().time() < deadline:
             for tp, records in (await consumer.getmany(timeout_ms=500)).items():
-                found[tp.partition] += [(r.key, r.value, list(r.headers)) for r in records]
+                found[tp.partition] += [(r.offset, r.key, r.value, list(r.headers))
+                                       for r in records]
                 total += len(records)
         for tp, records in (await consumer.getmany(timeout_ms=300)).items():
-            found[tp.partition] += [(r.key, r.value, list(r.headers)) for r in records]
+            found[tp.partition] += [(r.offset, r.key, r.value, list(r.headers))
+                                       for r in records]
     finally:
         await consumer.stop()
     return found
@@ -51,18 +54,21 @@ async def _records(bootstrap: str, topic: str, expected: int
 
 @pytest.mark.parametrize("idempotence", ["true", "false"])
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_framed_batches_read_back_exactly(tansu_broker, monkeypatch, codec: str,
+def test_framed_batches_read_back_exactly(broker_bootstrap, monkeypatch, codec: str,
                                           idempotence: str) -> None:
+    bootstrap = broker_bootstrap.bootstrap
     built = []
     build = RecordBatchWriter.build
     monkeypatch.setattr(RecordBatchWriter, "build",
                         lambda self: built.append(self.count) or build(self))
-    workload = Workload(topic=f"framed-{codec}-{idempotence}", partitions=PARTITIONS,
+    workload = Workload(topic=fresh_topic(f"framed-{codec}-{idempotence}"),
+                        partitions=PARTITIONS,
                         rate=None, messages=MESSAGES, duration_s=None, message_size=100,
                         payload=PayloadSpec(compressibility=0.5))
     settings = build_settings({"compression.type": codec,
                                "enable.idempotence": idempotence}.items(), mode="partition")
-    results = run(workload, settings, "partition", tansu_broker.bootstrap)
+    deliveries: list[Delivery] = []
+    results = run(workload, settings, "partition", bootstrap, deliveries=deliveries)
     doc = results.to_dict()
     assert doc["messages"]["acknowledged"] == MESSAGES and doc["messages"]["failed"] == 0
     # the framed path carried (nearly) all of it: passes of 1,000 over 4 partitions
@@ -73,13 +79,17 @@ def test_framed_batches_read_back_exactly(tansu_broker, monkeypatch, codec: str,
     expected = dict(zip(range(source.id_base, source.id_base + MESSAGES),
                         source.values(range(source.id_base, source.id_base + MESSAGES)),
                         strict=True))
-    found = asyncio.run(_records(tansu_broker.bootstrap, workload.topic, MESSAGES))
+    reported = {message_id: (d.partition, d.base_offset + i)
+                for d in deliveries for i, message_id in enumerate(d.message_ids)}
+    assert len(reported) == MESSAGES
+    found = asyncio.run(_records(bootstrap, workload.topic, MESSAGES))
     seen = 0
-    for records in found.values():
-        ids = [message_id_of(value) for _, value, _ in records]
+    for partition, records in found.items():
+        ids = [message_id_of(value) for _, _, value, _ in records]
         assert ids == sorted(ids), "a partition's messages out of order"
-        for (key, value, headers), message_id in zip(records, ids, strict=True):
+        for (offset, key, value, headers), message_id in zip(records, ids, strict=True):
             assert key is None and headers == []
             assert value == expected.pop(message_id)  # KeyError: unknown or duplicate
+            assert reported[message_id] == (partition, offset)
         seen += len(records)
     assert seen == MESSAGES and not expected
