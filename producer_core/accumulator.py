@@ -375,8 +375,8 @@ class Accumulator:
         record_bytes = 0
         framed: list[bytes] = []
         """Per record going to a writer, in order: its prefix (length ... value length)."""
-        bodies: list[bytes] = []
-        """... and its value."""
+        bodies: list[bytes] | None = None
+        """... and its value: `values` itself unless some records went to a C builder."""
         shares: list[tuple[RecordBatchWriter, int]] = []
         """(writer, bytes) in the same order: who gets which stretch of the joined bytes."""
         for slot, begin, end in zip(group_slots, starts, ends, strict=True):
@@ -396,10 +396,13 @@ class Accumulator:
                     taken, prefixes, size = builder.plan(timestamp_ms, end - pos, value_size)
                     if taken:
                         framed += prefixes
-                        bodies += values[pos:pos + taken]
+                        if bodies is not None:
+                            bodies += values[pos:pos + taken]
                         shares.append((builder, size))
                 else:  # aiokafka's C builder, opened by an earlier small pass
                     assert builder is not None
+                    if bodies is None:  # the values framed so far: all of those before
+                        bodies = list(values[:pos])
                     offset = len(batch.ids)
                     before = builder.size()
                     for value in values[pos:end]:
@@ -423,7 +426,7 @@ class Accumulator:
             count = len(framed)
             parts: list[bytes] = [b""] * (3 * count)
             parts[0::3] = framed
-            parts[1::3] = bodies
+            parts[1::3] = values if bodies is None else bodies
             parts[2::3] = (NO_HEADERS_FIELD,) * count
             joined = b"".join(parts)
             if len(joined) != sum(size for _, size in shares):
