@@ -64,10 +64,10 @@ class _Framing:
     attributes, timestamp delta, offset delta, null key, value length) and `ends[o]`, the
     bytes of records 0..o-1 (so a run's bytes are a difference of two entries)."""
 
-    __slots__ = ("key", "prefixes", "ends", "middle", "tail", "value_size")
+    __slots__ = ("delta", "prefixes", "ends", "middle", "tail", "value_size")
 
     def __init__(self, delta: int, value_size: int) -> None:
-        self.key = (delta, value_size)
+        self.delta = delta
         self.value_size = value_size
         self.middle = b"\x00" + varint(delta)
         self.tail = _KEY_NULL + varint(value_size)
@@ -142,8 +142,24 @@ class RecordBatchWriter:
 
     def append(self, offset: int, timestamp: int, key: bytes | None, value: bytes | None,
                headers: list[tuple[str, bytes | None]]) -> Appended | None:
-        """One record of any shape; None if it does not fit (the first always does)."""
+        """One record of any shape; None if it does not fit (the first always does).
+
+        A keyless, headerless one (small passes after a large one left a writer open)
+        takes its prefix from the framing table; others are encoded field by field."""
         delta = 0 if self.first_timestamp == -1 else timestamp - self.first_timestamp
+        if key is None and not headers and type(value) is bytes:
+            framing = self.framing
+            if framing is None or framing.delta != delta or framing.value_size != len(value):
+                framing = self.framing = _framing(delta, len(value))
+            ends = framing.ends
+            if len(ends) <= offset + 1:
+                framing.grow(offset + 2)
+            size = ends[offset + 1] - ends[offset]
+            if offset != 0 and HEADER_SIZE + self.length + size >= self.batch_size:
+                return None
+            self.chunks.append(framing.prefixes[offset] + value + NO_HEADERS_FIELD)
+            self._took(size, offset, timestamp)
+            return Appended(size)
         parts = [b"\x00", varint(delta), varint(offset)]
         for field in (key, value):
             if field is None:
@@ -167,6 +183,11 @@ class RecordBatchWriter:
         if offset != 0 and HEADER_SIZE + self.length + size >= self.batch_size:
             return None
         self.chunks.append(length + body)
+        self._took(size, offset, timestamp)
+        return Appended(size)
+
+    def _took(self, size: int, offset: int, timestamp: int) -> None:
+        """Account for one appended record of `size` bytes."""
         self.length += size
         if self.first_timestamp == -1:
             self.first_timestamp = self.max_timestamp = timestamp
@@ -174,7 +195,6 @@ class RecordBatchWriter:
             self.max_timestamp = timestamp
         self.count += 1
         self.last_offset = offset
-        return Appended(size)
 
     def plan(self, timestamp: int, count: int, value_size: int
              ) -> tuple[int, list[bytes], int]:
@@ -188,7 +208,7 @@ class RecordBatchWriter:
         offset = self.count
         framing = self.framing
         delta = timestamp - self.first_timestamp
-        if framing is None or framing.key != (delta, value_size):
+        if framing is None or framing.delta != delta or framing.value_size != value_size:
             framing = self.framing = _framing(delta, value_size)
         if len(framing.ends) <= offset + count:
             framing.grow(offset + count + 1)
