@@ -6,6 +6,8 @@ and offset the engine reported, with its value byte for byte, no key and no head
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -16,6 +18,7 @@ from producer_core.message_source import TopicSource
 from producer_core.payload import PayloadSpec
 from producer_core.record_batch import RecordBatchWriter
 from producer_core.workload import Workload, message_id_of
+from tests.cli.test_produce_cli import KBATCH, ROOT
 from tests.kafka_fixtures import fresh_topic
 
 pytestmark = pytest.mark.broker
@@ -93,3 +96,25 @@ def test_framed_batches_read_back_exactly(broker_bootstrap, monkeypatch, codec: 
             assert reported[message_id] == (partition, offset)
         seen += len(records)
     assert seen == MESSAGES and not expected
+
+
+def test_transactional_framed_batches_verified_read_committed(kafka_cluster, tmp_path) -> None:
+    """Writer batches patched with the transactional bit (and re-checksummed) pass Apache
+    Kafka's transaction rules: committed once, aborted never visible (--verify)."""
+    topic = fresh_topic("framed-txn")
+    path = tmp_path / "r.json"
+    done = subprocess.run(
+        [*KBATCH, "produce", "--bootstrap-servers", kafka_cluster.bootstrap, "--topic", topic,
+         "--partitions", str(PARTITIONS), "--rate", "max", "--messages", str(MESSAGES),
+         "--transactional-id", f"kbatch-{topic}", "--transaction-duration-ms", "150",
+         "--abort-every", "3", "--verify", "--json", str(path), "--no-progress"],
+        cwd=ROOT, text=True, capture_output=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads(path.read_text())
+    messages, verify = doc["messages"], doc["verify"]
+    assert messages["failed"] == messages["unknown"] == 0
+    assert messages["acknowledged"] + messages["aborted"] == MESSAGES
+    assert messages["acknowledged"] > 0 and doc["transactions"]["committed"] >= 1
+    assert verify["read_complete"] and verify["problems"] == []
+    assert verify["present"] == verify["acknowledged"] == messages["acknowledged"]
+    assert verify["aborted_visible"] == 0 and verify["duplicated"] == 0
