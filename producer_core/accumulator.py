@@ -1,4 +1,5 @@
-"""Per-partition record batches, built with aiokafka's C record-batch builder.
+"""Per-partition record batches, built with aiokafka's C record-batch builder (or, for
+large passes of same-sized keyless values, kbatch's `record_batch.RecordBatchWriter`).
 
 Like Java's RecordAccumulator: every partition has a deque of batches; only the last is
 open for appends, the ones before it are full. Each batch also keeps, per record, the

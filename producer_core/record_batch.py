@@ -1,17 +1,19 @@
-"""A RecordBatch v2 writer that appends a run of same-sized keyless records in one join.
+"""A RecordBatch v2 writer whose same-sized keyless records are framed from a table.
 
 aiokafka's C `DefaultRecordBatchBuilder.append` costs ~100 ns a record plus the Python
 loop around it, and it was what remained per record of `Accumulator.append_many` in
-unthrottled runs (benchmarks/README.md, issue 23). When a pass's values all have one size
-and carry no key and no headers (kbatch's default workload), the records of one batch
-differ only in their offset delta (and, per pass, the timestamp delta), so their framing
-is a table lookup: a run of k records is one `b"".join` of (prefix, value, header count)
-triples, sized and cut to the batch limit with a bisection instead of record by record.
+unthrottled runs (benchmarks/README.md, issue 23, 3d). When a pass's values all have one
+size and carry no key and no headers (kbatch's default workload), the records of one
+batch differ only in their offset delta (and, per pass, the timestamp delta), so each
+record's framing is a table lookup and how many fit is a bisection (`plan`); the
+accumulator then frames a whole pass with one `b"".join` of (prefix, value, header
+count) triples and hands each writer its stretch.
 
 `RecordBatchWriter` is a drop-in for the C builder as the accumulator uses it (`append`,
 `size`, `set_producer_state`, `build`), byte for byte the same batch (same refusal rule,
 same compression, same header and CRC; tests/unit/test_record_batch.py): records of
-another shape appended to it go through `append`, which encodes them in Python.
+another shape appended to it go through `append`, which encodes them in Python. Its CRC
+is computed in hardware (`producer_core.checksum`).
 """
 
 from __future__ import annotations
