@@ -19,6 +19,7 @@ is computed in hardware (`producer_core.checksum`).
 from __future__ import annotations
 
 import struct
+import threading
 from bisect import bisect_left
 
 from aiokafka.codec import gzip_encode, lz4_encode, snappy_encode, zstd_encode
@@ -77,15 +78,21 @@ class _Framing:
         self.ends: list[int] = [0]
 
     def grow(self, count: int) -> None:
-        """Entries for offsets up to at least `count` - 1."""
+        """Entries for offsets up to at least `count` - 1. Tables are shared by the
+        engines of a process: entries are only ever appended (a prefix before its end),
+        under a lock, so a reader that checked `len(ends)` reads settled entries."""
         prefixes, ends, middle, tail = self.prefixes, self.ends, self.middle, self.tail
         value_size = self.value_size
-        for offset in range(len(prefixes), max(count, 2 * len(prefixes), 64)):
-            body = middle + varint(offset) + tail
-            length = len(body) + value_size + 1  # + the header count
-            prefix = varint(length) + body
-            prefixes.append(prefix)
-            ends.append(ends[-1] + len(prefix) + value_size + 1)
+        with _GROW_LOCK:
+            for offset in range(len(prefixes), max(count, 2 * len(prefixes), 64)):
+                body = middle + varint(offset) + tail
+                length = len(body) + value_size + 1  # + the header count
+                prefix = varint(length) + body
+                prefixes.append(prefix)
+                ends.append(ends[-1] + len(prefix) + value_size + 1)
+
+
+_GROW_LOCK = threading.Lock()
 
 
 _FRAMINGS: dict[tuple[int, int], _Framing] = {}
