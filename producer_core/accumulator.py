@@ -1,4 +1,5 @@
-"""Per-partition record batches, built with aiokafka's C record-batch builder.
+"""Per-partition record batches, built with aiokafka's C record-batch builder (or, for
+large passes of same-sized keyless values, kbatch's `record_batch.RecordBatchWriter`).
 
 Like Java's RecordAccumulator: every partition has a deque of batches; only the last is
 open for appends, the ones before it are full. Each batch also keeps, per record, the
@@ -18,7 +19,9 @@ from operator import itemgetter
 
 import numpy as np
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
-from aiokafka.record.util import calc_crc32c
+
+from producer_core.checksum import crc32c
+from producer_core.record_batch import NO_HEADERS_FIELD, RecordBatchWriter
 
 COMPRESSION_CODES = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 NO_HEADERS: list[tuple[str, bytes | None]] = []
@@ -46,9 +49,10 @@ class ProducerBatch:
         "producer_id", "maybe_written", "order",
     )
 
-    def __init__(self, slot: int, builder: DefaultRecordBatchBuilder, created: float) -> None:
+    def __init__(self, slot: int, builder: DefaultRecordBatchBuilder | RecordBatchWriter,
+                 created: float) -> None:
         self.slot = slot
-        self.builder: DefaultRecordBatchBuilder | None = builder
+        self.builder: DefaultRecordBatchBuilder | RecordBatchWriter | None = builder
         self.ids = array("q")
         self.intended = array("d")
         self.created = created
@@ -111,7 +115,7 @@ class ProducerBatch:
         if transactional:
             attributes = struct.unpack_from(">h", data, _ATTRIBUTES_OFFSET)[0]
             struct.pack_into(">h", data, _ATTRIBUTES_OFFSET, attributes | _TRANSACTIONAL_BIT)
-        crc = calc_crc32c(bytes(memoryview(data)[_ATTRIBUTES_OFFSET:]))
+        crc = crc32c(bytes(memoryview(data)[_ATTRIBUTES_OFFSET:]))
         struct.pack_into(">I", data, _CRC_OFFSET, crc)
         self.payload = bytes(data)
         self.sequence = sequence
@@ -134,6 +138,29 @@ BULK_MIN_PER_SLOT = 8
 """`append_many` groups a pass by slot only when it has at least BULK_MIN_RECORDS records
 and BULK_MIN_PER_SLOT per slot: grouping costs about 1 µs per slot and 20 ns per record
 (measured), so smaller passes or groups go record by record."""
+
+
+_GROUPINGS_KEPT = 64
+"""Slot sequences whose grouping an accumulator keeps (~100 KB each for 1,000 records)."""
+
+
+class _Grouping:
+    """A pass's slots sorted, stably: `order[k]` is the pass index of the k-th record in
+    slot order; records [starts[g], ends[g]) of that order go to slot group_slots[g]."""
+
+    __slots__ = ("order", "order_list", "starts", "ends", "group_slots", "pick")
+
+    def __init__(self, slots: list[int]) -> None:
+        slot_array = np.array(slots, dtype=np.int64)
+        self.order = np.argsort(slot_array, kind="stable")
+        sorted_slots = slot_array[self.order]
+        cuts = (np.flatnonzero(sorted_slots[1:] != sorted_slots[:-1]) + 1).tolist()
+        self.starts = [0, *cuts]
+        self.ends = [*cuts, len(slots)]
+        self.group_slots: list[int] = sorted_slots[self.starts].tolist()
+        self.order_list: list[int] = self.order.tolist()
+        self.pick = itemgetter(*self.order_list)
+        """Picks a pass's items in slot order (a tuple)."""
 
 
 def _to_array(typecode: str, values: np.ndarray) -> array:
@@ -168,9 +195,20 @@ class Accumulator:
         self.queued_batches = 0
         self.held: set[int] = set()
         """Slots whose head waits for retry.backoff.ms: not drainable until released."""
+        self._groupings: dict[tuple[int, ...], _Grouping] = {}
+        """`append_many`'s grouping of a keyless pass's slots, by the slots: round-robin
+        passes repeat a few slot sequences (a slice of the cycle from a few starts)."""
 
-    def _new_batch(self, slot: int, now: float) -> ProducerBatch:
-        builder = DefaultRecordBatchBuilder(2, self.compression, 0, -1, -1, -1, self.batch_size)
+    def _new_batch(self, slot: int, now: float, writer: bool = False) -> ProducerBatch:
+        """A new open batch for `slot`: aiokafka's C builder, or (`writer`: passes of
+        same-sized keyless records) kbatch's `RecordBatchWriter`, which takes a pass's
+        records in one join; both accept any record and build the same bytes."""
+        builder: DefaultRecordBatchBuilder | RecordBatchWriter
+        if writer:
+            builder = RecordBatchWriter(self.compression, self.batch_size)
+        else:
+            builder = DefaultRecordBatchBuilder(2, self.compression, 0, -1, -1, -1,
+                                                self.batch_size)
         batch = ProducerBatch(slot, builder, now)
         self.queues[slot].append(batch)
         self.queued_batches += 1
@@ -217,13 +255,18 @@ class Accumulator:
         message_ids: range,
         keys: list[bytes] | None,
         values: list[bytes],
-        intended: list[float],
+        intended: list[float] | np.ndarray,
         now: float,
         timestamp_ms: int,
         headers: list[tuple[str, bytes | None]] = NO_HEADERS,
+        value_size: int | None = None,
     ) -> list[tuple[int, int]]:
         """`append` for a whole generator pass: the same batches, bytes, ids, intended
         times, accounting and events as appending record by record (`append_each`).
+
+        `value_size`: every value has this many bytes (a fixed-size payload: the caller
+        knows). Keyless and headerless, such a pass goes to `_append_framed`. `intended`
+        may be a float64 array (saves the generator a list and this a conversion).
 
         The hottest code in kbatch. A pass is grouped by slot (slots are independent, so
         each slot's records keep their order and batch boundaries): per record, only the C
@@ -235,26 +278,36 @@ class Accumulator:
         count = len(values)
         if (count < BULK_MIN_RECORDS or count < BULK_MIN_PER_SLOT * len(self.slots)
                 or type(message_ids) is not range):
+            if type(intended) is np.ndarray:
+                intended = intended.tolist()
             return self.append_each(slots, message_ids, keys, values, intended, now,
                                     timestamp_ms, headers)
         if len(slots) != count or len(intended) != count or len(message_ids) != count or (
                 keys is not None and len(keys) != count):
             raise ValueError("append_many: slots, ids, keys, values and intended differ in "
                              "length")
-        slot_array = np.array(slots, dtype=np.int64)
-        order = np.argsort(slot_array, kind="stable")
-        sorted_slots = slot_array[order]
-        cuts = (np.flatnonzero(sorted_slots[1:] != sorted_slots[:-1]) + 1).tolist()
-        starts = [0, *cuts]
-        ends = [*cuts, count]
-        group_slots = sorted_slots[starts].tolist()
-        order_list = order.tolist()
-        pick = itemgetter(*order_list)
+        if keys is None:
+            slot_key = tuple(slots)
+            grouping = self._groupings.get(slot_key)
+            if grouping is None:
+                if len(self._groupings) >= _GROUPINGS_KEPT:
+                    self._groupings.clear()
+                grouping = self._groupings[slot_key] = _Grouping(slots)
+        else:
+            grouping = _Grouping(slots)
+        order = grouping.order
+        starts, ends, group_slots = grouping.starts, grouping.ends, grouping.group_slots
+        order_list = grouping.order_list
+        pick = grouping.pick
         values_sorted = pick(values)
         keys_sorted = pick(keys) if keys is not None else None
         ids_sorted = _to_array("q", np.arange(message_ids.start, message_ids.stop,
                                               message_ids.step, dtype=np.int64)[order])
         intended_sorted = _to_array("d", np.asarray(intended, dtype=np.float64)[order])
+        if value_size is not None and keys is None and not headers:
+            return self._append_framed(group_slots, starts, ends, order_list, values_sorted,
+                                       ids_sorted, intended_sorted, now, timestamp_ms,
+                                       value_size)
         queues = self.queues
         events: list[tuple[int, int, int]] = []
         record_bytes = 0
@@ -304,6 +357,87 @@ class Accumulator:
                                          before)
         self.queued_bytes += record_bytes
         self.queued_records += count
+        events.sort()
+        return [(slot, event) for _, slot, event in events]
+
+    def _append_framed(self, group_slots: list[int], starts: list[int], ends: list[int],
+                       order: list[int], values: tuple[bytes, ...], ids: array,
+                       intended: array, now: float, timestamp_ms: int, value_size: int
+                       ) -> list[tuple[int, int]]:
+        """`append_many` for keyless, headerless records of `value_size` bytes, sorted by
+        slot (groups [starts[g], ends[g]) of slot group_slots[g]): new batches are
+        `RecordBatchWriter`s, and every record of the pass that goes to one is framed
+        from a table (`RecordBatchWriter.plan`) and joined with the others in one
+        `b"".join`, the joined bytes then shared out to the writers. A group whose open
+        batch has a C builder (left by smaller passes) goes into it record by record
+        until it fills."""
+        queues = self.queues
+        events: list[tuple[int, int, int]] = []
+        record_bytes = 0
+        framed: list[bytes] = []
+        """Per record going to a writer, in order: its prefix (length ... value length)."""
+        bodies: list[bytes] | None = None
+        """... and its value: `values` itself unless some records went to a C builder."""
+        shares: list[tuple[RecordBatchWriter, int]] = []
+        """(writer, bytes) in the same order: who gets which stretch of the joined bytes."""
+        for slot, begin, end in zip(group_slots, starts, ends, strict=True):
+            queue = queues[slot]
+            if queue:
+                batch = queue[-1]
+                if batch.closed:
+                    batch = self._new_batch(slot, now, True)
+            else:
+                batch = self._new_batch(slot, now, True)
+                events.append((order[begin], slot, BECAME_NONEMPTY))
+            pos = begin
+            while True:
+                builder = batch.builder
+                taken = 0
+                if type(builder) is RecordBatchWriter:
+                    taken, prefixes, size = builder.plan(timestamp_ms, end - pos, value_size)
+                    if taken:
+                        framed += prefixes
+                        if bodies is not None:
+                            bodies += values[pos:pos + taken]
+                        shares.append((builder, size))
+                else:  # aiokafka's C builder, opened by an earlier small pass
+                    assert builder is not None
+                    if bodies is None:  # the values framed so far: all of those before
+                        bodies = list(values[:pos])
+                    offset = len(batch.ids)
+                    before = builder.size()
+                    for value in values[pos:end]:
+                        if builder.append(offset + taken, timestamp_ms, None, value,
+                                          NO_HEADERS) is None:
+                            break
+                        taken += 1
+                    size = builder.size() - before
+                batch.ids.extend(ids[pos:pos + taken])
+                batch.intended.extend(intended[pos:pos + taken])
+                batch.record_bytes += size
+                record_bytes += size
+                pos += taken
+                if pos == end:
+                    break
+                # the batch is full: the next record starts a new one
+                batch.closed = True
+                batch = self._new_batch(slot, now, True)
+                events.append((order[pos], slot, BATCH_FILLED))
+        if framed:
+            count = len(framed)
+            parts: list[bytes] = [b""] * (3 * count)
+            parts[0::3] = framed
+            parts[1::3] = values if bodies is None else bodies
+            parts[2::3] = (NO_HEADERS_FIELD,) * count
+            joined = b"".join(parts)
+            if len(joined) != sum(size for _, size in shares):
+                raise ValueError(f"append_many: a value is not {value_size} bytes long")
+            start = 0
+            for writer, size in shares:
+                writer.chunks.append(joined[start:start + size])
+                start += size
+        self.queued_bytes += record_bytes
+        self.queued_records += len(values)
         events.sort()
         return [(slot, event) for _, slot, event in events]
 

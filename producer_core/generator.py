@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from producer_core.accumulator import BATCH_FILLED, Accumulator
+from producer_core.accumulator import BATCH_FILLED, BULK_MIN_RECORDS, Accumulator
 from producer_core.linger.base import Admission, AppendListener
 from producer_core.message_source import TopicSource, make_schedule, scheduled_total
 from producer_core.metrics import RunMetrics, TopicMetrics
@@ -80,6 +80,7 @@ class Generator:
             if spec.partitions <= CYCLE_PARTITIONS:
                 self.topics[-1].cycle = [first_slot + k % spec.partitions
                                          for k in range(spec.partitions + CHUNK)]
+        self._takes_arrays = isinstance(accumulator, Accumulator)
         self.unthrottled = any(isinstance(t.schedule, Unthrottled) for t in self.topics)
         self.horizon = workload.duration_s if workload.duration_s is not None else math.inf
         self._counted: tuple[float, list[int]] | None = None
@@ -218,10 +219,14 @@ class Generator:
             intended_array = np.full(count, now)
         else:
             intended_array = self.start + offsets
-        intended = intended_array.tolist()
+        # the accumulator takes a large pass's intended times as the array (it sorts
+        # them with numpy); other sinks (librdkafka, Java) and small passes, a list
+        intended = (intended_array if self._takes_arrays and count >= BULK_MIN_RECORDS
+                    else intended_array.tolist())
         on_append = self.policy.on_append
         for slot, event in self.accumulator.append_many(
-                slots, ids, keys, values, intended, now, timestamp_ms, source.headers):
+                slots, ids, keys, values, intended, now, timestamp_ms, source.headers,
+                value_size=fixed):
             on_append(slot, event, now)
         if partitioner.closes is not None:
             for slot in partitioner.closes.finish_pass():

@@ -151,7 +151,7 @@ class _ProduceSink:
     def append_many(self, slots: list[int], message_ids: range, keys: list[bytes] | None,
                     values: list[bytes], intended: list[float], now: float,
                     timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None,
-                    ) -> list[tuple[int, int]]:
+                    value_size: int | None = None) -> list[tuple[int, int]]:
         from confluent_kafka import KafkaException
 
         run = self.run

@@ -9,6 +9,7 @@ buffer cut to the drawn size, or a record of a payload file.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -38,6 +39,14 @@ BULK_VALUES = 64
 """Passes of at least this many fixed-size values are built in one numpy array."""
 _ID = struct.Struct(">Q")
 """The 8-byte big-endian message id (ids are never negative)."""
+
+
+@functools.lru_cache(maxsize=8)
+def _cutter(size: int, count: int) -> struct.Struct:
+    """Unpacks `count` consecutive values of `size` bytes into bytes objects (passes
+    mostly have one count: the generator's CHUNK when behind; compiling one for another
+    count costs about what cutting by slices would)."""
+    return struct.Struct(f"{size}s" * count)
 
 
 def make_schedule(spec: TopicSpec, horizon: float | None, seed: int) -> Schedule:
@@ -211,13 +220,15 @@ class TopicSource:
             return values
         size = ID_BYTES + body
         rows = np.empty((count, size), dtype=np.uint8)
-        rows[:, :ID_BYTES] = np.arange(ids.start, ids.stop, dtype=">u8").view(
-            np.uint8).reshape(count, ID_BYTES)
+        # the ids, big-endian, through a view (an arange in ">u8" costs 4x as much)
+        rows[:, :ID_BYTES].view(">u8")[:, 0] = np.arange(ids.start, ids.stop,
+                                                        dtype=np.uint64)
         data = np.frombuffer(self.buffer, dtype=np.uint8)
         for first, stop, start in pieces:
             n = stop - first
             row = first + base - ids.start
             rows[row:row + n, ID_BYTES:] = data[start:start + n * stride].reshape(
                 n, stride)[:, :body]
-        blob = rows.tobytes()
-        return [blob[k:k + size] for k in range(0, count * size, size)]
+        # cut with struct, the values made in C: a slice per value in a list comprehension
+        # cost ~80 ns a value (the interpreter's loop), a pass's unpack ~16 ns
+        return list(_cutter(size, count).unpack(rows))

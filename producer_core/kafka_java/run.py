@@ -77,7 +77,7 @@ class _PipeSink:
     def append_many(self, slots: list[int], message_ids: range, keys: list[bytes] | None,
                     values: list[bytes], intended: list[float], now: float,
                     timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None,
-                    ) -> list[tuple[int, int]]:
+                    value_size: int | None = None) -> list[tuple[int, int]]:
         run = self.run
         encoded_headers = protocol.encode_headers(headers)
         frame, offset, warmup = protocol.message, run.offset_ns, run.warmup_until

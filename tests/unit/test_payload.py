@@ -128,5 +128,12 @@ def test_fixed_size_fast_path_gives_the_bytes_offsets_defines() -> None:
                 for s, o in zip(range(first, stop), starts, strict=True)]
     base = source.id_base
     assert source.values(range(base + first, base + stop)) == expected
+    for begin, end in ((0, 64), (0, 128), (5, 5 + 1000), (RUN - 5, RUN + 60)):
+        # the bulk path cuts values 64 at a time, then the rest: whole chunks, a tail
+        # and a pass below the bulk threshold give the same bytes
+        want = [(base + s).to_bytes(8, "big") + source.buffer[o:o + 92] for s, o in zip(
+            range(begin, end), offsets(np.arange(begin, end), source._salt, source._span,
+                                       source._stride).tolist(), strict=True)]
+        assert source.values(range(base + begin, base + end)) == want
     one_by_one = [source.values(range(base + s, base + s + 1))[0] for s in range(first, stop)]
     assert one_by_one == expected
