@@ -84,8 +84,9 @@ SEND_LEAD_MAX_SHARE = 1.0 / 21.0
 """Largest share of a window the send lead takes off it (at most 5% more windows)."""
 SEND_TIME_WEIGHT = 0.3
 """Weight of the newest round trip in a broker's send-time average and mean deviation."""
-SEND_TIME_SPREAD = 2.0
-"""Mean deviations added to the average send time (the lead covers slow sends too)."""
+SEND_TIME_SPREAD = 4.0
+"""Mean deviations added to the average send time (the lead covers slow sends too); 4 as
+in TCP's retransmission timeout (RFC 6298)."""
 
 REASONS = ("flush", "max_partitions", "max_bytes", "broker_linger", "retry")
 """Send reasons in priority order."""

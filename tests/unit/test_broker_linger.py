@@ -513,13 +513,13 @@ def test_stats_for_a_known_scenario():
 
 # ------------------------------------------------------------------ send lead
 def test_window_ends_early_by_the_measured_send_time():
-    acc, policy = make(linger_s=0.500, instant_brokers=False)
+    acc, policy = make(linger_s=1.000, instant_brokers=False)
     policy.on_response(1, 0.010, now=0.0, throttle_ms=0, retried=False)
     append(acc, policy, 0, now=1.000)
-    # first sample: average 10 ms, deviation half of it (RFC 6298) -> lead 10 + 2 * 5 ms
-    assert policy.next_wakeup() == pytest.approx(1.480)
-    assert policy.poll(1.479, PollContext(FREE)) == []
-    assert sent_slots(policy.poll(1.480, PollContext(FREE))) == [[0]]
+    # first sample: average 10 ms, deviation half of it (RFC 6298) -> lead 10 + 4 * 5 ms
+    assert policy.next_wakeup() == pytest.approx(1.970)
+    assert policy.poll(1.969, PollContext(FREE)) == []
+    assert sent_slots(policy.poll(1.970, PollContext(FREE))) == [[0]]
 
 
 def test_send_time_is_an_average_plus_deviation_of_answered_round_trips_only():
@@ -530,7 +530,7 @@ def test_send_time_is_an_average_plus_deviation_of_answered_round_trips_only():
     append(acc, policy, 0, now=1.000)
     average = 0.010 + 0.3 * (0.020 - 0.010)
     deviation = 0.005 + 0.3 * (abs(0.020 - 0.010) - 0.005)
-    assert policy.next_wakeup() == pytest.approx(2.000 - (average + 2 * deviation))
+    assert policy.next_wakeup() == pytest.approx(2.000 - (average + 4 * deviation))
 
 
 def test_steady_round_trips_make_the_lead_their_average_and_jitter_makes_it_longer():
