@@ -214,6 +214,18 @@ class Accumulator:
         self.queued_batches += 1
         return batch
 
+    def _open_batch(self, slot: int, now: float, writer: bool = False
+                    ) -> tuple[ProducerBatch, bool]:
+        """The batch `slot`'s next record goes into (its last, or a new one when it has
+        none or the last is closed) and whether the slot was empty (BECAME_NONEMPTY)."""
+        queue = self.queues[slot]
+        if queue:
+            batch = queue[-1]
+            if batch.closed:
+                batch = self._new_batch(slot, now, writer)
+            return batch, False
+        return self._new_batch(slot, now, writer), True
+
     def append(
         self,
         slot: int,
@@ -225,15 +237,8 @@ class Accumulator:
         timestamp_ms: int,
     ) -> int:
         """Add one record; returns APPENDED, BECAME_NONEMPTY or BATCH_FILLED."""
-        queue = self.queues[slot]
-        result = APPENDED
-        if not queue:
-            batch = self._new_batch(slot, now)
-            result = BECAME_NONEMPTY
-        else:
-            batch = queue[-1]
-            if batch.closed:
-                batch = self._new_batch(slot, now)
+        batch, was_empty = self._open_batch(slot, now)
+        result = BECAME_NONEMPTY if was_empty else APPENDED
         builder = batch.builder
         metadata = builder.append(len(batch.ids), timestamp_ms, key, value, NO_HEADERS)
         if metadata is None:
@@ -308,17 +313,12 @@ class Accumulator:
             return self._append_framed(group_slots, starts, ends, order_list, values_sorted,
                                        ids_sorted, intended_sorted, now, timestamp_ms,
                                        value_size)
-        queues = self.queues
+        open_batch = self._open_batch
         events: list[tuple[int, int, int]] = []
         record_bytes = 0
         for slot, begin, end in zip(group_slots, starts, ends, strict=True):
-            queue = queues[slot]
-            if queue:
-                batch = queue[-1]
-                if batch.closed:
-                    batch = self._new_batch(slot, now)
-            else:
-                batch = self._new_batch(slot, now)
+            batch, was_empty = open_batch(slot, now)
+            if was_empty:
                 events.append((order_list[begin], slot, BECAME_NONEMPTY))
             builder = batch.builder
             offset = len(batch.ids)
@@ -371,7 +371,7 @@ class Accumulator:
         `b"".join`, the joined bytes then shared out to the writers. A group whose open
         batch has a C builder (left by smaller passes) goes into it record by record
         until it fills."""
-        queues = self.queues
+        open_batch = self._open_batch
         events: list[tuple[int, int, int]] = []
         record_bytes = 0
         framed: list[bytes] = []
@@ -381,13 +381,8 @@ class Accumulator:
         shares: list[tuple[RecordBatchWriter, int]] = []
         """(writer, bytes) in the same order: who gets which stretch of the joined bytes."""
         for slot, begin, end in zip(group_slots, starts, ends, strict=True):
-            queue = queues[slot]
-            if queue:
-                batch = queue[-1]
-                if batch.closed:
-                    batch = self._new_batch(slot, now, True)
-            else:
-                batch = self._new_batch(slot, now, True)
+            batch, was_empty = open_batch(slot, now, True)
+            if was_empty:
                 events.append((order[begin], slot, BECAME_NONEMPTY))
             pos = begin
             while True:
@@ -457,20 +452,15 @@ class Accumulator:
 
         Returns the (slot, event) pairs whose event is not APPENDED, in order.
         """
-        queues = self.queues
+        open_batch = self._open_batch
         events: list[tuple[int, int]] = []
         record_bytes = 0
         key_iter = keys if keys is not None else [None] * len(values)
         for slot, message_id, key, value, when in zip(
             slots, message_ids, key_iter, values, intended, strict=True
         ):
-            queue = queues[slot]
-            if queue:
-                batch = queue[-1]
-                if batch.closed:
-                    batch = self._new_batch(slot, now)
-            else:
-                batch = self._new_batch(slot, now)
+            batch, was_empty = open_batch(slot, now)
+            if was_empty:
                 events.append((slot, BECAME_NONEMPTY))
             ids = batch.ids
             metadata = batch.builder.append(len(ids), timestamp_ms, key, value, headers)
