@@ -4,7 +4,11 @@ A partition joins its leader's collector the moment it gets data; there is no
 per-partition linger. A collector's window starts when the first partition joins it
 while it is empty (`first_add`), *not* at the oldest message's enqueue time: an old
 message joining an empty collector does not make it send at once (the design's "key
-insight"). Later partitions join the running window without extending or restarting it.
+insight"). One refinement (`CollectorPolicy.window_start`): after the collector's first
+send, a window starts when its first message was *due* if that was after the previous send
+started, so a message due while kbatch was busy building that send is not made to wait
+the window on top of its delay; a window never starts before the previous send, so the
+insight holds. Later partitions join the running window without extending or restarting it.
 
 A collector is due when any of these holds, checked in this priority order, and the first
 that holds is the send's reason:

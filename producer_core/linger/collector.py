@@ -38,7 +38,10 @@ class Collector:
     slots: dict[int, float] = field(default_factory=dict)
     """Collected slot -> time it joined; insertion order is oldest-joined first."""
     first_add: float = 0.0
-    """When the first partition joined the (then empty) collector: the window's start."""
+    """The window's start: when the first partition joined the (then empty) collector, or
+    earlier, when its oldest message was due, but never before `emptied` (`window_start`)."""
+    emptied: float | None = None
+    """When the collector's last send started (None: it never sent)."""
     bytes_bound: int = 0
     """Upper bound of the collected record bytes; exact at the last `bytes_reached` sum."""
     inflow_mark: int = 0
@@ -215,13 +218,30 @@ class CollectorPolicy(LingerPolicy):
             collector = self._collectors[broker] = Collector(broker=broker)
         return collector
 
-    def add(self, slot: int, now: float) -> Collector:
-        """Put a slot into its leader's collector; an empty collector starts its window."""
+    def window_start(self, slot: int, collector: Collector, now: float) -> float:
+        """When a window that `slot` opens starts: when the slot's oldest message was due,
+        but not before the collector's last send started, nor after now.
+
+        A message due while kbatch was busy (building the previous send, most often) is
+        appended late; timing its window from its append made it wait the window on top
+        of that. A window never starts before the previous send, so windows still come at
+        most once per window however old the messages (the seed's "key insight": timed
+        from the oldest message alone, old messages triggered every send at once). The
+        first window of a collector starts now."""
+        if collector.emptied is None:
+            return now
+        head = self.accumulator.head(slot)
+        due = head.intended[0] if head is not None and head.intended else now
+        return min(now, max(due, collector.emptied))
+
+    def add(self, slot: int, now: float, retry: bool = False) -> Collector:
+        """Put a slot into its leader's collector; an empty collector starts its window
+        (`window_start`; a retried batch's window starts now: it is due at once)."""
         broker = self.leaders[slot]
         collector = self._collector(broker)
         starting = not collector.slots
         if starting:
-            collector.first_add = now
+            collector.first_add = now if retry else self.window_start(slot, collector, now)
             collector.bytes_bound = 0
             collector.inflow_mark = self._inflow()
             collector.retry = False
@@ -256,7 +276,7 @@ class CollectorPolicy(LingerPolicy):
         if slot in self._collected:
             collector = self._collectors[self._collected[slot]]
         else:
-            collector = self.add(slot, now)
+            collector = self.add(slot, now, retry=True)
         collector.retry = True
 
     def set_leaders(self, leaders: list[int]) -> None:
@@ -335,6 +355,7 @@ class CollectorPolicy(LingerPolicy):
             remaining={s: len(accumulator.queues[s]) for s in slots},
         )
         collector.slots = {}
+        collector.emptied = now
         collector.retry = False
         collector.due_since = None
         if not slots:

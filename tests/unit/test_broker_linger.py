@@ -303,11 +303,12 @@ def test_batches_created_after_a_send_started_go_in_the_next_window():
     assert sent_slots(plans) == [[1], [2]]
     assert plans[1].batches[0].record_count == 8  # the batch that was open at the send
     assert policy.stats()["sends"] == 1
-    # the batch started after the send joins a new window when slot 2 leaves the send
+    # the batch started after the send joins a new window when slot 2 leaves the send (at
+    # 0.012), timed from when its first record was due (0.011, after the send started)
     assert acc.queues[2][0].record_count == 3
-    assert policy.next_wakeup() == pytest.approx(0.022)
-    assert policy.poll(0.021, PollContext({1: 5})) == []
-    plans = policy.poll(0.022, PollContext({1: 5}))
+    assert policy.next_wakeup() == pytest.approx(0.021)
+    assert policy.poll(0.0209, PollContext({1: 5})) == []
+    plans = policy.poll(0.021, PollContext({1: 5}))
     assert sent_slots(plans) == [[2]]
     assert policy.stats()["sends"] == 2
     assert acc.empty
@@ -566,3 +567,27 @@ def test_send_lead_is_capped_so_windows_stay_within_five_percent_of_the_floor():
     assert deadline == pytest.approx(1.000 + 0.500 * 20 / 21)
     # windows back to back over 60 s: at most 5% more than 60 / 0.5 = 120
     assert 60.0 / (deadline - 1.000) <= 120 * 1.05 + 1e-9
+
+
+# ------------------------------------------------------------ window start
+def test_a_message_due_during_the_previous_send_is_timed_from_when_it_was_due():
+    acc, policy = make(linger_s=0.500)
+    append(acc, policy, 0, now=1.000)
+    assert sent_slots(policy.poll(1.500, PollContext(FREE))) == [[0]]
+    # due at 1.501 while kbatch was busy building that send; appended at 1.508
+    append(acc, policy, 1, now=1.508, intended=1.501)
+    assert policy.next_wakeup() == pytest.approx(2.001)
+
+
+def test_a_window_never_starts_before_the_previous_send_however_old_the_message():
+    acc, policy = make(linger_s=0.500)
+    append(acc, policy, 0, now=1.000)
+    assert sent_slots(policy.poll(1.500, PollContext(FREE))) == [[0]]
+    append(acc, policy, 1, now=1.700, intended=0.900)  # a stalled generator's message
+    assert policy.next_wakeup() == pytest.approx(2.000)  # the send start + the window
+
+
+def test_the_first_window_starts_at_the_first_add_even_for_old_messages():
+    acc, policy = make(linger_s=0.500)
+    append(acc, policy, 0, now=1.000, intended=0.200)  # the seed's "key insight"
+    assert policy.next_wakeup() == pytest.approx(1.500)
