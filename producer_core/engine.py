@@ -73,6 +73,7 @@ generator lag, and in latency, which starts at the intended time). Larger passes
 paced: at 200,000 msg/s pacing them raised the lag p99 from ~0.45 to ~1 ms. Linger and
 request deadlines are never paced."""
 SMALL_PASS_MESSAGES = 8
+"""A pass appending fewer messages than this is small: the next one is paced."""
 
 
 class Engine:
