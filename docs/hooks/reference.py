@@ -103,8 +103,9 @@ def metrics_table() -> str:
              cell("yes" if m.summary else "no"), cell(m.change.value if m.summary else "-"),
              code(m.source) if m.source else cell("(derived)")] for m in METRICS]
     topic_rows = [[code(m.field), code(m.path), cell(m.merge.value)] for m in TOPIC_METRICS]
-    return (table(["name", "JSON path", "unit", "merge of Spark shares", "summary row and gate name",
-                   "change column", "recorded in RunMetrics"], rows)
+    head = ["name", "JSON path", "unit", "merge of Spark shares", "summary row and gate name",
+            "change column", "recorded in RunMetrics"]
+    return (table(head, rows)
             + "\nPer topic (`topics.<name>` in a run document):\n\n"
             + table(["TopicMetrics field", "JSON path", "merge"], topic_rows))
 
@@ -147,7 +148,8 @@ def schema_tables() -> str:
     schemas = sorted(files("producer_core").joinpath("schemas").iterdir(), key=lambda p: p.name)
     for path in (p for p in schemas if p.name.endswith(".json")):
         doc = json.loads(path.read_text())
-        out.append(f"## `{path.name}`: {cell(doc.get('title', ''))}\n\n{cell(doc.get('description', ''))}\n")
+        out.append(f"## `{path.name}`: {cell(doc.get('title', ''))}\n")
+        out.append(cell(doc.get("description", "")) + "\n")
         if "oneOf" in doc:
             out.append("A document is one of: " + ", ".join(_type(n) for n in doc["oneOf"]) + ".\n")
         for name, node in doc.get("$defs", {}).items():
@@ -164,7 +166,8 @@ def schema_tables() -> str:
 
 # --- CLI (the Click command tree of cli.main) ------------------------------------------------
 
-def _commands(command: click.Command, ctx: click.Context) -> Iterable[tuple[click.Command, click.Context]]:
+def _commands(command: click.Command,
+              ctx: click.Context) -> Iterable[tuple[click.Command, click.Context]]:
     yield command, ctx
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
