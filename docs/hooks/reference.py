@@ -11,8 +11,10 @@ silently stale. Every generator must be used exactly once, or the build fails.
 from __future__ import annotations
 
 import html
+import inspect
 import json
 import re
+import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -186,7 +188,8 @@ def cli_reference() -> str:
         out.append(f"## `{title}`\n")
         out.append("```text\n" + command.get_usage(ctx) + "\n```\n")
         if command.help:
-            out.append(html.escape(command.help, quote=False) + "\n")
+            text = inspect.cleandoc(command.help).replace("\b\n", "")
+            out.append(html.escape(text, quote=False).replace("*", "\\*") + "\n")
         rows = []
         for param in command.get_params(ctx):
             record = param.get_help_record(ctx)
@@ -195,6 +198,8 @@ def cli_reference() -> str:
                     rows.append([code(param.human_readable_name), cell("argument")])
                 continue
             names, help_text = record
+            if isinstance(param, click.Argument) and not help_text:
+                help_text = "argument"
             rows.append([code(names), cell(help_text)])
         if rows:
             out.append(table(["option", "meaning"], rows))
@@ -217,7 +222,7 @@ def exit_code_table() -> str:
          "outcome (`--allow-failures` keeps 0)"),
         (EXIT_VERIFY, "EXIT_VERIFY", "`--verify` found a problem (before 3 when both apply)"),
         (EXIT_INTERRUPTED, "EXIT_INTERRUPTED", "interrupted by SIGINT (Ctrl-C)"),
-        (EXIT_INTERRUPTED + 13, "128 + SIGTERM", "stopped by SIGTERM"),
+        (128 + signal.SIGTERM, "128 + SIGTERM", "stopped by SIGTERM"),
     ]
     return table(["code", "constant", "meaning"],
                  [[code(n), code(name), cell(text) if "`" not in text else text]
