@@ -8,6 +8,7 @@ by their public names, so a refactor that moves one fails here, not silently in 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -19,16 +20,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# Any HTTP(S) fetch during the build goes to a closed loopback port and fails: the build must
+# not need the network (material's Google Fonts are off in mkdocs.yml, no plugin fetches).
+NO_NETWORK = {name: "http://127.0.0.1:9" for name in
+              ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")}
+
+
 def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **NO_NETWORK, "NO_PROXY": "", "no_proxy": "", "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
                            str(config), "--site-dir", str(site)],
                           capture_output=True, text=True, timeout=300, cwd=config.parent,
-                          env={**_env(), "PYTHONPATH": str(ROOT)})
-
-
-def _env() -> dict[str, str]:
-    import os
-    return dict(os.environ)
+                          env=env)
 
 
 @pytest.fixture(scope="module")
