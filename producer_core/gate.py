@@ -1,6 +1,6 @@
 """Performance gates: rules over saved results, each with a measured value, limit and verdict.
 
-A gates file is TOML (see README, 'Gates'); every rule is one comparison::
+A gates file is TOML (see docs/guides/gate-ci.md); every rule is one comparison::
 
     METRIC OP LIMIT        OP: <= < >= > == !=
                            LIMIT: NUMBER | METRIC | NUMBER * METRIC | METRIC * NUMBER
