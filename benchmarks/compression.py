@@ -2,7 +2,7 @@
 
     python benchmarks/compression.py [--seconds 2] [--mode partition]
 
-Prints a Markdown table (README, 'Payloads'): per payload kind and codec, the ratio of key
+Prints a Markdown table (docs/findings/compression.md): per payload kind and codec, the ratio of key
 and value bytes to record-batch bytes on the wire, and the wire bytes per request. The
 JSON-events file is generated here from a fixed seed (2,000 users, 6 pages, 4 events).
 """

@@ -22,7 +22,7 @@ EPILOG = (
     "also settings['linger.ms'] (strings); --group-by also node (broker node id), reason, "
     "attempt. --where is kbatch's own small language: comparisons (= != < <= > >=), AND, OR, "
     "NOT, IN (...), BETWEEN x AND y, IS [NOT] NULL, text in single quotes; no functions, no "
-    "subqueries (README, 'kbatch analyze --where'). Example: kbatch analyze results/ "
+    "subqueries (docs/guides/spark.md, 'kbatch analyze --where'). Example: kbatch analyze results/ "
     "--group-by mode,date --where \"mode != 'none' AND date >= '2025-06-01'\""
 )
 

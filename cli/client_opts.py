@@ -37,8 +37,8 @@ def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      type=click.Path(path_type=Path), default=None, metavar="FILE",
                      help="Client properties file (Java .properties syntax), as Kafka's tools "
                           "take it: bootstrap.servers, security.protocol, sasl.*, ssl.* and "
-                          "any producer setting. -X overrides it. See README 'Secured "
-                          "clusters and client properties'."),
+                          "any producer setting. -X overrides it. See docs/guides/"
+                          "secured-clusters.md."),
         click.option("--replication-factor", type=int, default=None, metavar="N",
                      help="Replication factor of topics kbatch creates (default 1). When "
                           "given, an existing topic with another one is refused."),

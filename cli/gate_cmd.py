@@ -46,7 +46,7 @@ def verdict_table(verdicts: list[Verdict], title: str) -> Table:
                 type=click.Path(path_type=Path), metavar="DIR|FILE...")
 @click.option("--gates", "gates_path", required=True,
               type=click.Path(dir_okay=False, path_type=Path),
-              help="Gates file (TOML) with [[rule]] tables; see README, 'Gates'.")
+              help="Gates file (TOML) with [[rule]] tables; see docs/guides/gate-ci.md.")
 @click.option("--baseline", type=click.Path(path_type=Path), default=None,
               help="Baseline results (directory or JSON) for baseline.* rules; overrides the "
                    "gates file's baseline = \"...\".")

@@ -54,7 +54,7 @@ from producer_core.workload import Workload
 
 OUT_HELP = ("Write a results directory: results.json (schema v1), and per run the latency "
             ".hgrm, the encoded histogram and the per-request log (Parquet). "
-            "See README, 'Results directory'.")
+            "See docs/reference/results.md.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -48,7 +48,7 @@ def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--workload", "workload_file", default=None,
                      type=click.Path(dir_okay=False, path_type=Path),
                      help="A workload file (YAML) of one or more topics with rate profiles, "
-                          "key and size distributions; see README 'Workload files'. "
+                          "key and size distributions; see docs/guides/workloads.md. "
                           "--duration, --messages, --seed and --warmup override its run-wide "
                           "values; the one-topic options cannot be combined with it."),
         click.option("--topic", default=None,
@@ -138,7 +138,7 @@ LAB_FLAGS = ("brokers", "rtt_ms", "jitter_ms", "broker", "kafka_home")
 BROKER_HELP = ("Broker to start for the run when no --bootstrap-servers is given: 'tansu' = the "
                "embedded Tansu broker (no set-up); 'kafka' = real Apache Kafka "
                f"{KAFKA_VERSION} (KRaft) on 127.0.0.1, from --kafka-home / KAFKA_HOME or "
-               "fetched once with Maven; needs Java 17+. See README 'Real Apache Kafka'.")
+               "fetched once with Maven; needs Java 17+. See docs/guides/real-kafka.md.")
 KAFKA_HOME_HELP = ("An unpacked Apache Kafka distribution to run with --broker kafka (default: "
                    "$KAFKA_HOME, else jars fetched with Maven into ~/.cache/kbatch).")
 

@@ -1,6 +1,6 @@
 """A finished run's exit code: what the results say about delivery, not only whether it ran.
 
-The codes (README, 'Exit codes'): 0 ok; 3 some messages failed or have an unknown outcome
+The codes (docs/reference/exit-codes.md): 0 ok; 3 some messages failed or have an unknown outcome
 (`--allow-failures` keeps 0 for runs that expect faults; they are still printed); 4
 `--verify` found a problem (an acknowledged message missing, or a duplicate or reorder
 with idempotence on), whatever `--allow-failures` says, because the run was told its data

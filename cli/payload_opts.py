@@ -36,8 +36,8 @@ def payload_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--compressibility", type=click.FloatRange(0.0, 1.0), default=0.0,
                      show_default=True,
                      help="Share of each generated value that is text-like (0: random "
-                          "bytes, incompressible; 0.9: gzip ~2.3x). See README 'Payloads' "
-                          "for each codec's ratio."),
+                          "bytes, incompressible; 0.9: gzip ~2.3x). See docs/guides/workloads.md "
+                          "and docs/findings/compression.md."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -37,5 +37,5 @@ def transaction_options(func: Any) -> Any:
              "(-X transaction.duration.ms, default 3000, as kafka-producer-perf-test).")(wrapper)
     return click.option(
         "--transactional-id", default=None, metavar="ID",
-        help="Transactional producer with this id (-X transactional.id): see README "
-             "'Transactions'.")(wrapper)
+        help="Transactional producer with this id (-X transactional.id): see "
+             "docs/guides/transactions.md.")(wrapper)

@@ -4,7 +4,7 @@ Every number a person types (command line or workload file) is checked against o
 these before any work starts; past a bound the run would exhaust memory, overflow a
 float-to-int conversion, or keep the event loop too busy to notice Ctrl-C. The bounds are
 far above anything kbatch can actually do on one machine, so no real run meets them.
-One place for every bound: the CLI, the workload file and the README quote these.
+One place for every bound: the CLI, the workload file and docs/reference/limits.md quote these.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """CRC-32C (Castagnoli), the checksum of a Kafka RecordBatch v2, computed in hardware.
 
 aiokafka's `calc_crc32c` is a table-driven loop: ~8.5 µs for a 16 KiB batch, ~55 ns of
-every 100-byte record kbatch sends (benchmarks/README.md, issue 23). google-crc32c uses
+every 100-byte record kbatch sends (docs/findings/performance.md, issue 23). google-crc32c uses
 the CPU's CRC32 instruction (SSE 4.2 / ARMv8): ~0.7 µs for the same batch. Without its
 C extension (a platform with no wheel) kbatch falls back to aiokafka's, same results.
 """

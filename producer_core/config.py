@@ -133,7 +133,7 @@ SETTINGS: dict[str, SettingSpec] = dict(
         _spec("partitioner", "round_robin", "choice", "how messages get partitions: "
               "round_robin (keyless one at a time), sticky (KIP-480), uniform_sticky "
               "(KIP-794), or a librdkafka name; keys keep murmur2 unless a librdkafka name "
-              "hashes them (README 'Partitioners')", choices=PARTITIONERS),
+              "hashes them (docs/guides/modes.md, 'Partitioners')", choices=PARTITIONERS),
         _spec("partitioner.adaptive.partitioning.enable", "true", "choice", "uniform_sticky: "
               "weight the next partition by its queued batches", choices=("true", "false")),
         _spec("partitioner.availability.timeout.ms", 0, "int", "uniform_sticky adaptive: "
@@ -455,8 +455,8 @@ def setting_kind(key: str, mode: str) -> str:
 def unknown_setting_message(key: str) -> str:
     return (f"Unknown setting {key!r}. Known settings: {', '.join(sorted(SETTINGS))}, "
             f"{BRUCE_TOPIC_PREFIX}<topic>.<{'|'.join(BRUCE_TOPIC_SETTINGS)}>, and the "
-            "security settings (security.protocol, sasl.*, ssl.*; see README 'Secured "
-            "clusters and client properties'). Mode librdkafka also passes any librdkafka "
+            "security settings (security.protocol, sasl.*, ssl.*; see "
+            "docs/guides/secured-clusters.md). Mode librdkafka also passes any librdkafka "
             "property on.")
 
 

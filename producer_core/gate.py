@@ -1,6 +1,6 @@
 """Performance gates: rules over saved results, each with a measured value, limit and verdict.
 
-A gates file is TOML (see README, 'Gates'); every rule is one comparison::
+A gates file is TOML (see docs/guides/gate-ci.md); every rule is one comparison::
 
     METRIC OP LIMIT        OP: <= < >= > == !=
                            LIMIT: NUMBER | METRIC | NUMBER * METRIC | METRIC * NUMBER
@@ -422,7 +422,7 @@ class MetricSource:
                     f"({', '.join(SUMMARY_METRICS)}) nor a field of the results schema "
                     "(dotted paths such as latency.p999_ms, rtt.p99_ms, "
                     "partitions_per_request.max, collector.partitions_per_send.mean; see "
-                    "README, 'Results JSON').")
+                    "docs/reference/results.md).")
             values = []
             for run in runs:
                 found, value = _walk(run, rest)

@@ -84,7 +84,7 @@ def histogram_of(counts: np.ndarray) -> LatencyHistogram:
 
 def row(start_s: float, end_s: float, delta: Tally, mean_payload: float,
         latency: LatencyHistogram, encode: bool) -> dict[str, Any]:
-    """One interval's figures (README, 'Results JSON', `intervals`)."""
+    """One interval's figures (docs/reference/results.md, `intervals`)."""
     seconds = max(end_s - start_s, 1e-9)
     data: dict[str, Any] = {"start_s": round(start_s, 3), "end_s": round(end_s, 3)}
     data.update({name: getattr(delta, name) for name in ROW_COUNTERS})

@@ -104,8 +104,9 @@ REGISTRY: tuple[ModeSpec, ...] = (
              driver="producer_core.librdkafka_engine:run_async",
              reads=("linger.ms", "batch.num.messages"), request_log=False, passthrough=True,
              check="producer_core.config:check_librdkafka", transactions=False),
-    ModeSpec("adaptive", "KIP-1224's adaptive linger, a broker's collection is flushed "
-             "behind the work pending in the engine",
+    ModeSpec("adaptive", "KIP-1224's adaptive append linger (the group coordinator's) applied "
+             "to a producer, a broker's collection is flushed behind the work pending in the "
+             "engine",
              policy="producer_core.linger.adaptive:adaptive_policy", collector=True,
              window=None, sweep_window="adaptive.linger.max.ms",
              reads=("adaptive.linger.max.ms", *_COLLECTOR),

@@ -10,7 +10,7 @@ generator's pass boundaries, and spread so that the records of one batch do not 
 
 `compressibility R` mixes text into that buffer: each 256-byte block is text with
 probability R (words of a fixed Zipf-distributed vocabulary, like log lines or JSON
-fields), else random bytes, so the compression ratio grows with R (README, 'Payloads').
+fields), else random bytes, so the compression ratio grows with R (docs/findings/compression.md).
 
 `file`: values are the records of a file (one per line, or split at a delimiter), as
 kafka-producer-perf-test's --payload-file; message `seq` carries record `hash(seq) mod

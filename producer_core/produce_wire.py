@@ -3,7 +3,7 @@
 aiokafka encodes a request field by field through its generic `Schema` types: for a
 request of 1,000 partitions that is ~10,000 Python calls and 8-16 ms of a blocked event
 loop, and decoding the response's 1,000 partition entries another 2-5 ms (issue 23,
-benchmarks/README.md). The produce wire format is fixed (v3-v7: one schema), so the
+docs/findings/performance.md). The produce wire format is fixed (v3-v7: one schema), so the
 request is joined from the built record batches with one `struct.pack` per partition,
 and the response's fixed-size partition entries are read with `struct.iter_unpack`.
 The bytes and the decoded response are the same as aiokafka's (tests/unit/test_send_path.py);

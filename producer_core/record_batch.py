@@ -2,7 +2,7 @@
 
 aiokafka's C `DefaultRecordBatchBuilder.append` costs ~100 ns a record plus the Python
 loop around it, and it was what remained per record of `Accumulator.append_many` in
-unthrottled runs (benchmarks/README.md, issue 23, 3d). When a pass's values all have one
+unthrottled runs (docs/findings/performance.md, issue 23, 3d). When a pass's values all have one
 size and carry no key and no headers (kbatch's default workload), the records of one
 batch differ only in their offset delta (and, per pass, the timestamp delta), so each
 record's framing is a table lookup and how many fit is a bisection (`plan`); the

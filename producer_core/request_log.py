@@ -1,6 +1,6 @@
 """The per-request log of a run as Parquet: one row per ProduceRequest written to the wire.
 
-Columns (see README, 'Results directory'): ``send_time_s`` (seconds from the run's start),
+Columns (docs/reference/results.md): ``send_time_s`` (seconds from the run's start),
 ``broker`` (node id), ``mode``, ``round``, ``partitions``, ``records``, ``bytes``,
 ``rtt_ms`` (send -> response; null when no response came, e.g. acks=0 or a failure),
 ``reason`` (what triggered the send), ``linger_ms`` (oldest message's append -> send) and

@@ -7,7 +7,7 @@ offsets the run started at). Message ids grow per topic and per share of a distr
 (`message_source`: share << 56 | topic << 40 | sequence), so within a partition the ids of
 one stream must grow: a first copy of an id lower than an id read before it is out of order.
 
-Definitions (per topic; README, 'Verifying delivery'):
+Definitions (per topic; docs/guides/faults-and-verify.md, 'Verifying delivery'):
 
 * present: acknowledged ids found at least once;
 * missing: acknowledged ids not found (a loss the producer was told did not happen);

@@ -52,7 +52,7 @@ class WhereError(UsageError):
 def _help() -> str:
     return (f"Columns: {', '.join(WHERE_COLUMNS)}, settings['KEY']; operators = != < <= > >= "
             "AND OR NOT IN (...) BETWEEN x AND y IS [NOT] NULL; text in single quotes. "
-            "See README, 'kbatch analyze --where'.")
+            "See docs/guides/spark.md, 'kbatch analyze --where'.")
 
 
 # --------------------------------------------------------------------------- tokens

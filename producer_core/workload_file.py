@@ -2,7 +2,7 @@
 
 YAML rather than TOML because its parser keeps the line of every node, so every error
 names the file, the line and the field (`mix.yaml:14: topics[2].rate.ramp.over_s: must be
-a positive number`). The format is documented in README.md ("Workload files").
+a positive number`). The format is documented in docs/guides/workloads.md ("Workload files").
 """
 
 from __future__ import annotations

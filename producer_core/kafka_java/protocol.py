@@ -1,4 +1,4 @@
-"""The pipe protocol between kbatch and its Java driver, version 1 (README: Mode kafka-java).
+"""The pipe protocol between kbatch and its Java driver, version 1 (docs/architecture/index.md).
 
 kbatch -> driver, on the driver's stdin, big-endian (Java's DataInputStream):
   header   int32 length, then UTF-8 text in java.util.Properties form: ``kbatch.protocol``,

@@ -1,5 +1,5 @@
 // kbatch's driver for the real Java producer (mode kafka-java). Protocol version 1, see
-// producer_core/kafka_java/protocol.py and the README section "Mode kafka-java".
+// producer_core/kafka_java/protocol.py and docs/architecture/index.md, "The Java driver protocol".
 //
 // stdin (big-endian, java.io.DataInputStream): int length + UTF-8 header in
 // java.util.Properties form (kbatch.* keys for the driver, every other key goes to
