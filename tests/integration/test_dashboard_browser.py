@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.browser import charts_drawn, chromium, console_errors, leaving_requests, \
-    requested_urls
+from tests.browser import charts_drawn, chromium, console_errors, leaving_requests, requested_urls
 from tests.cli.test_produce_cli import KBATCH, ROOT
 
 SCREENSHOTS = os.environ.get("KBATCH_SCREENSHOTS")

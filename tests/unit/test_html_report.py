@@ -224,3 +224,47 @@ def test_a_port_in_use_is_a_clear_usage_error() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(UsageError, match=f"port {port} on 127.0.0.1 is in use"):
             open_dashboard(f"127.0.0.1:{port}", "t")
+
+
+def test_a_sweep_feeds_the_dashboard_its_progress_cells_and_failures(tmp_path) -> None:
+    """The sweep's hooks through a real dashboard server: cells done of total, each cell a
+    run with its intervals, a failed cell a warning, the state and /metrics served."""
+    import urllib.request
+
+    from cli.dashboard import open_dashboard, sweep_hooks
+    from tests.unit.test_sweep import fake_runner
+
+    dashboard = open_dashboard("127.0.0.1:0", "kbatch sweep test")
+    assert dashboard is not None
+    try:
+        sweeper = fake_runner(tmp_path, [], fail_cells=("broker_w50",))
+        fake_run = sweeper.run_one
+
+        def run_one(workload, settings, mode, bootstrap, progress):
+            results = fake_run(workload, settings, mode, bootstrap, progress)
+            progress.on_interval({"start_s": 0.0, "end_s": 1.0, "requests": 5, "records": 50,
+                                  "msgs_per_s": 50.0,
+                                  "latency_us": results.metrics.latency.encode()})
+            return results
+
+        sweeper.run_one = run_one
+        ends = []
+        sweeper.on_start, sweeper.on_end = sweep_hooks(
+            lambda *a: None, lambda *a: ends.append(a), 8, tmp_path / "out",
+            lambda left: left * 2.0)
+        sweeper.run(resume=False)
+        snapshot = dashboard.state.snapshot()
+        assert len(ends) == 8
+        assert (snapshot.sweep.done, snapshot.sweep.total) == (8, 8)
+        assert len(snapshot.runs) == 8 and all(len(r.rows) == 1 for r in snapshot.runs[:2])
+        assert [w for w in snapshot.warnings if "broker_w50" in w and "failed" in w]
+        state = json.loads(urllib.request.urlopen(dashboard.url + "state.json",
+                                                  timeout=10).read())
+        assert "frontier" in state["figures"] and "over-msgs_per_s" in state["figures"]
+        assert state["sweep"]["done"] == 8
+        metrics = urllib.request.urlopen(dashboard.url + "metrics", timeout=10).read().decode()
+        assert "kbatch_sweep_units_done 8" in metrics
+        page = urllib.request.urlopen(dashboard.url, timeout=10).read().decode()
+        assert "Plotly.react" in page and "<script src" not in page
+    finally:
+        dashboard.close()
