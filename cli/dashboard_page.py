@@ -59,7 +59,7 @@ function drawNumbers(runs) {
   const body = document.querySelector('#numbers tbody');
   body.replaceChildren();
   for (const run of runs) {
-    const p = run.progress || {}, last = run.last || {};
+    const p = run.progress || {}, last = run.last || {}, t = run.totals || {};
     const tr = document.createElement('tr');
     tr.dataset.run = run.label;
     const name = cell(run.label + (run.done ? '' : '  (running)'));
@@ -67,11 +67,10 @@ function drawNumbers(runs) {
     swatch.className = 'swatch';
     swatch.style.background = run.color;
     name.prepend(swatch);
-    tr.append(name, cell(fmt(p.elapsed_s, 1), 1), cell(fmt(p.generated), 1),
-      cell(fmt(p.acknowledged), 1), cell(fmt(last.msgs_per_s)), cell(fmt(p.requests_sent), 1),
-      cell(fmt(last.msgs_per_req, 1), 1), cell(fmt(last.p99_ms, 1), 1), cell(fmt(p.failed), 1),
-      cell(fmt(p.in_flight_requests), 1));
-    tr.children[4].className = 'num';
+    tr.append(name, cell(fmt(p.elapsed_s, 1), 1), cell(fmt(t.generated), 1),
+      cell(fmt(t.acknowledged), 1), cell(fmt(last.msgs_per_s), 1), cell(fmt(t.requests), 1),
+      cell(fmt(last.msgs_per_req, 1), 1), cell(fmt(last.p99_ms, 1), 1), cell(fmt(t.failed), 1),
+      cell(run.done ? '' : fmt(p.in_flight_requests), 1));
     body.append(tr);
   }
 }
@@ -87,6 +86,8 @@ function drawFigures(figures) {
       div.id = 'chart-' + key;
       wrap.append(div);
       box.append(wrap);
+      // a chart added to the grid narrows the others: redraw each at its box's width
+      new ResizeObserver(() => { if (div.data) Plotly.Plots.resize(div); }).observe(wrap);
     }
     Plotly.react(div, fig.data, fig.layout, CONFIG);
   }
@@ -234,6 +235,7 @@ def state_document(snapshot: Snapshot, figures: dict[str, Any] | None,
         "report_path": str(snapshot.report) if snapshot.report else None,
         "runs": [{"label": run.label, "mode": run.mode, "done": run.done,
                   "color": mode_hex(run.mode), "progress": run.progress,
+                  "totals": run.totals(),
                   "last": {k: v for k, v in (run.rows[-1] if run.rows else {}).items()
                            if k != "latency_us"}} for run in snapshot.runs],
         "sweep": None if sweep is None else {"done": sweep.done, "total": sweep.total,

@@ -29,6 +29,20 @@ class LiveRun:
     progress: dict[str, Any] | None = None
     done: bool = False
 
+    def totals(self) -> dict[str, float]:
+        """Generated, acknowledged, failed and requests so far: the live snapshot (fresher
+        than the last interval) or the intervals' sum (complete once the run has ended),
+        whichever is higher."""
+        progress = self.progress or {}
+        sums = {key: float(sum(r.get(key, 0) for r in self.rows))
+                for key in ("generated", "acknowledged", "failed", "requests")}
+        return {
+            "generated": max(sums["generated"], progress.get("generated", 0)),
+            "acknowledged": max(sums["acknowledged"], progress.get("acknowledged", 0)),
+            "failed": max(sums["failed"], progress.get("failed", 0)),
+            "requests": max(sums["requests"], progress.get("requests_sent", 0)),
+        }
+
 
 @dataclass
 class SweepStatus:

@@ -317,12 +317,16 @@ def frontier_figure(document: Mapping[str, Any]) -> go.Figure | None:
     if slo:
         from producer_core.sweep import parse_slo
 
-        fig.add_hline(y=parse_slo(slo).limit_ms, line_dash="dash", line_color="grey",
-                      annotation_text=f"SLO {slo}", annotation_position="top left")
+        limit = parse_slo(slo).limit_ms  # a trace, not a shape: shapes take log10 on a log axis
+        xs = [c["figures"]["requests_per_s"]["median"] for c in cells]
+        fig.add_trace(go.Scatter(x=[min(xs) / 1.2, max(xs) * 1.2], y=[limit, limit],
+                                 mode="lines", name=f"SLO {slo}",
+                                 line=dict(color="grey", dash="dash", width=1.2),
+                                 hovertemplate=f"SLO {slo}<extra></extra>"))
     _layout(fig, "Sweep: requests/s against latency (labels: window ms; large ringed "
                  "markers: Pareto frontier; ★ recommended)",
             "requests per second (log)", f"{latency.removesuffix('_ms')} latency, ms (log)",
             height=460, hovermode="closest")
     fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log", rangemode=None)
+    fig.update_yaxes(type="log", rangemode="normal")
     return fig

@@ -9,7 +9,7 @@ The tables are the ones the terminal and report.md show (cli/report_cmd.py), as 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.io as pio
@@ -35,7 +35,7 @@ from cli.report_cmd import (
     live_table,
     run_topic_tables,
 )
-from producer_core.results_io import LoadedResults
+from producer_core.results_io import LoadedResults, run_group
 
 __all__ = ["CSS", "PLOTLY_CONFIG", "build_report", "figure_div", "page", "table_to_html"]
 
@@ -72,9 +72,10 @@ table.kb td.num, table.kb th.num { text-align: right; font-variant-numeric: tabu
 """
 
 
-def table_to_html(table: Table, modes: Sequence[str] = ()) -> str:
-    """A rich table (the terminal's) as an HTML table; a first-column cell naming one of
-    `modes` gets that mode's colour swatch."""
+def table_to_html(table: Table, modes: Mapping[str, str] | None = None) -> str:
+    """A rich table (the terminal's) as an HTML table; a row whose first cell starts with a
+    key of `modes` (a mode, a sweep cell) gets that mode's colour swatch."""
+    modes = modes or {}
     headers = "".join(
         f"<th class=\"{'num' if c.justify == 'right' else ''}\">{html.escape(_plain(c.header))}"
         "</th>" for c in table.columns)
@@ -84,11 +85,10 @@ def table_to_html(table: Table, modes: Sequence[str] = ()) -> str:
         cells = []
         for index, (column, text) in enumerate(zip(table.columns, row, strict=True)):
             swatch = ""
-            if index == 0:
-                mode = text.split(" ")[0]
-                if mode in modes:
-                    swatch = f"<span class=\"swatch\" style=\"background:{mode_hex(mode)}\">" \
-                             "</span>"
+            mode = modes.get(text.split(" ")[0]) if index == 0 else None
+            if mode is not None:
+                swatch = f"<span class=\"swatch\" style=\"background:{mode_hex(mode)}\">" \
+                         "</span>"
             cls = " class=\"num\"" if column.justify == "right" else ""
             cells.append(f"<td{cls}>{swatch}{html.escape(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -120,7 +120,8 @@ def _section(item: LoadedResults) -> str:
     parts = [f"<h2>{html.escape(str(item.path))}</h2>", "<ul class=\"facts\">"]
     parts += [f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in _facts(item)]
     parts.append("</ul>")
-    modes = list({run["mode"] for run in item.runs} | set(item.modes))
+    modes = {mode: mode for mode in item.modes} | {
+        run_group(run): run["mode"] for run in item.runs}
     parts.append(table_to_html(live_table(item), modes))
     parts.append(table_to_html(latency_table(item), modes))
     parts += [table_to_html(t) for t in run_topic_tables(item)]

@@ -56,18 +56,6 @@ class _Families:
         return "\n".join(lines) + "\n"
 
 
-def _totals(run: LiveRun) -> dict[str, float]:
-    progress = run.progress or {}
-    sums = {key: float(sum(r.get(key, 0) for r in run.rows))
-            for key in ("generated", "acknowledged", "failed", "requests")}
-    return {  # the live snapshot is fresher than the last interval; never lower
-        "generated": max(sums["generated"], progress.get("generated", 0)),
-        "acknowledged": max(sums["acknowledged"], progress.get("acknowledged", 0)),
-        "failed": max(sums["failed"], progress.get("failed", 0)),
-        "requests": max(sums["requests"], progress.get("requests_sent", 0)),
-    }
-
-
 def _latency_quantiles(rows: Iterable[dict[str, Any]]) -> dict[float, float]:
     from producer_core.results_io import merge_encoded
 
@@ -103,7 +91,7 @@ def prometheus_text(snapshot: Snapshot) -> str:
             len(snapshot.warnings))
     for run in snapshot.runs:
         labels = _labels(run)
-        totals = _totals(run)
+        totals = run.totals()
         out.add("kbatch_messages_generated_total", "counter",
                 "Messages the workload generator produced.", labels, totals["generated"])
         out.add("kbatch_messages_acknowledged_total", "counter",
