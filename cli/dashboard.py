@@ -55,6 +55,9 @@ __all__ = ["Dashboard", "dashboard_option", "dashboard_progress", "dashboard_run
 MAX_LINES = 12
 """Runs drawn over time at once (a sweep's latest cells); the page says when older ones
 are left out."""
+MIN_REBUILD_S = 1.0
+REBUILD_SHARE = 0.2
+"""The charts are rebuilt at most once a second, and at most this share of the time."""
 FETCH_GRACE_S = 3.0
 """At the end, how long kbatch waits for an open page to fetch the report (so its link
 works after kbatch exits); only when a page polled within the last few seconds."""
@@ -101,6 +104,7 @@ class Dashboard:
         self.report_fetched = threading.Event()
         self._page: str | None = None
         self._figures: tuple[int, dict[str, Any]] = (-1, {})
+        self._next_build = 0.0
         self._render_lock = threading.Lock()
         self._thread = threading.Thread(target=server.serve_forever, name="kbatch-dashboard",
                                         kwargs={"poll_interval": 0.2}, daemon=True)
@@ -123,25 +127,34 @@ class Dashboard:
             self._page = live_page(self.state.title)
         return self._page
 
-    def figures(self, snapshot: Snapshot) -> dict[str, Any]:
-        """The charts as Plotly JSON, rebuilt only when an interval ended since."""
+    def figures(self, snapshot: Snapshot) -> tuple[int, dict[str, Any]]:
+        """(version, the charts as Plotly JSON): rebuilt when an interval has ended since,
+        but not sooner than REBUILD_SHARE allows (Plotly's figure objects are slow to
+        build, and the build holds the GIL the run's engine needs)."""
         with self._render_lock:
             version, cached = self._figures
-            if version == snapshot.figures_version:
-                return cached
+            now = time.monotonic()
+            if version == snapshot.figures_version or (
+                    now < self._next_build and not snapshot.finished and version >= 0):
+                return version, cached
             from cli.dashboard_page import live_figures
 
             figures = live_figures(snapshot, MAX_LINES)
+            took = time.monotonic() - now
+            self._next_build = time.monotonic() + max(MIN_REBUILD_S, took / REBUILD_SHARE)
             self._figures = (snapshot.figures_version, figures)
-            return figures
+            return self._figures
 
     def state_json(self, figures_since: int) -> bytes:
         self.last_poll = time.monotonic()
         from cli.dashboard_page import state_document
 
         snapshot = self.state.snapshot()
-        figures = None if figures_since == snapshot.figures_version else self.figures(snapshot)
-        return json.dumps(state_document(snapshot, figures, MAX_LINES)).encode()
+        version, figures = self.figures(snapshot)
+        document = state_document(snapshot, None if figures_since == version else figures,
+                                  MAX_LINES)
+        document["figures_version"] = version
+        return json.dumps(document).encode()
 
     def metrics(self) -> bytes:
         from cli.prometheus_text import prometheus_text
@@ -229,8 +242,11 @@ def open_dashboard(spec: str | None, title: str) -> Dashboard | None:
                       "loopback: anyone who can reach this machine can see the run and its "
                       "settings (no password). Use 127.0.0.1 unless that is what you want.",
                       soft_wrap=True)
-    console.print(f"Dashboard: {url} (Prometheus metrics: {url}metrics)", soft_wrap=True,
-                  highlight=False)
+    line = f"Dashboard: {url} (Prometheus metrics: {url}metrics)"
+    if console.quiet:  # --quiet: still say where the page is (port 0 is only known here)
+        click.echo(line, err=True)
+    else:
+        console.print(line, soft_wrap=True, highlight=False)
     context = click.get_current_context(silent=True)
     if context is not None:
         context.call_on_close(dashboard.close)
