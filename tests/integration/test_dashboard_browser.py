@@ -141,3 +141,39 @@ def test_a_dashboard_port_in_use_exits_2_before_any_broker_starts() -> None:
     assert f"--dashboard 127.0.0.1:{port}: port {port} on 127.0.0.1 is in use" in proc.stderr
     assert "Started" not in proc.stderr and "Traceback" not in proc.stderr
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.broker
+def test_a_sweep_s_dashboard_counts_cells_and_ends_with_the_report(tmp_path) -> None:
+    import json
+
+    out = tmp_path / "sweep"
+    proc = subprocess.Popen(
+        [*KBATCH, "sweep", "--modes", "partition", "--windows", "5,50", "--partitions", "10",
+         "--rate", "1000", "--duration", "3", "--no-progress", "--no-chart",
+         "--dashboard", "0", "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = read_url(proc)
+        seen: set[int] = set()
+
+        def progress() -> bool:
+            try:
+                with urllib.request.urlopen(url + "state.json", timeout=10) as answer:
+                    state = json.loads(answer.read())
+            except OSError:  # kbatch has exited
+                return True
+            if state["sweep"]:
+                assert state["sweep"]["total"] == 2
+                seen.add(state["sweep"]["done"])
+            return state["finished"]
+
+        wait_for(progress, 120, "the sweep to finish")
+        assert seen & {0, 1}  # watched while it ran
+        assert proc.wait(timeout=60) == 0
+        assert (out / "report.html").stat().st_size > 1_000_000
+        assert json.loads((out / "results.json").read_text())["kind"] == "sweep"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
