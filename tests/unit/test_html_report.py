@@ -140,11 +140,16 @@ def test_report_page_is_one_self_contained_file() -> None:
     assert "No charts over time" not in text
 
 
-def test_old_results_without_intervals_say_so() -> None:
+def test_old_results_without_intervals_say_so(tmp_path) -> None:
+    """A file of the first schema-1 kbatch: no intervals, kind, started_at or host."""
+    from producer_core.results_io import load_results
+
     document = fake_results("partition").to_dict()
-    document.pop("intervals", None)  # results from before intervals existed
-    add_facts(document, embedded=False)
-    text = build_report([loaded(document)])
+    for key in ("intervals", "kind", "started_at", "host"):
+        document.pop(key, None)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(document))
+    text = build_report([load_results(path)])
     assert "No charts over time for partition" in text
     assert 'id="chart-latency"' in text and 'id="chart-requests"' in text
 
