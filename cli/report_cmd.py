@@ -265,6 +265,9 @@ def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path |
     if html_path is not None:
         writable_file(html_path, "--html")
         if out_dir is None and markdown_path is None:  # the page alone
+            if str(html_path) == "-":  # the page is the output
+                write_html_report(loaded, html_path)
+                return
             _print_tables(loaded)
             console.print(f"Report written: {write_html_report(loaded, html_path)}.")
             return
@@ -275,7 +278,11 @@ def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path |
         writable_dir(out_dir, "--out")
     if markdown_path is not None:
         writable_file(markdown_path, "--markdown")
-    _print_tables(loaded)
+    for item in loaded:
+        out.print(live_table(item))
+        out.print(latency_table(item))
+        for table in run_topic_tables(item):
+            out.print(table)
     written = write_charts(loaded, out_dir) if charts else {}
     markdown_path = markdown_path or out_dir / "report.md"
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
