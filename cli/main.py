@@ -13,6 +13,7 @@ import click
 
 from cli.analyze_cmd import analyze
 from cli.client_opts import client_inputs, client_options, finish_settings
+from cli.dashboard import dashboard_option, dashboard_warn, finish_dashboard, open_dashboard
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
 from cli.lab_cmd import lab
@@ -153,6 +154,7 @@ def announce_start(target: BrokerTarget) -> None:
               help="Live progress display (only shown on a terminal).")
 @transaction_options
 @delivery_options
+@dashboard_option
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
             command_config: Path | None, replication_factor: int | None,
@@ -163,6 +165,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
     """
+    dashboard_spec = workload_flags.pop("dashboard")
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     check_setting_texts(overrides)
@@ -177,6 +180,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     check_fits(workload, settings)
     check_verify(verify, runner, workload)
     check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
+    open_dashboard(dashboard_spec, f"kbatch produce — mode {mode}")
     with StopOnSignal() as stopper:
         with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
             announce_start(target)
@@ -205,6 +209,9 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             clear_results_dir(out_dir)
             console.print(
                 f"Results written to {write_results_dir(out_dir, payload, [results])}.")
+        for warning in payload.get("warnings", []):
+            dashboard_warn(f"{mode}: {warning}")
+        finish_dashboard(payload, out_dir)
     conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None)
 
 
@@ -248,6 +255,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
               help="Live progress display (only shown on a terminal).")
 @transaction_options
 @delivery_options
+@dashboard_option
 @friendly_errors
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
@@ -262,6 +270,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
 
     kbatch compare-modes --partitions 1000 --rate 20000 --duration 30 --linger-ms 500
     """
+    dashboard_spec = workload_flags.pop("dashboard")
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     modes = parse_modes(modes_text, MODES)
@@ -281,11 +290,19 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         check_fits(workload, mode_run.settings)
     check_verify(verify, runner, workload)
     check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
+    open_dashboard(dashboard_spec, f"kbatch compare-modes {','.join(modes)}")
+    for mode_run in mode_runs:
+        for warning in mode_run.settings.warnings:
+            dashboard_warn(f"{mode_run.mode}: {warning}")
     stack = ExitStack()
     stopper = StopOnSignal()
 
     def on_start(mode: str, round_index: int):
         stack.close()
+        if recorder.results:  # the run before this one has ended: its warnings now
+            previous = recorder.results[-1]
+            for warning in previous.warnings:
+                dashboard_warn(f"{previous.mode}: {warning}")
         console.print(f"Running mode {mode}" + (f", round {round_index + 1}/{repeat}"
                                                  if repeat > 1 else "") + ".")
         return stack.enter_context(runner.progress(f"[{mode}]", progress))
@@ -320,6 +337,10 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
             clear_results_dir(out_dir)
             path = write_results_dir(out_dir, document, recorder.results)
             console.print(f"Results written to {path}.")
+        if recorder.results:
+            for warning in recorder.results[-1].warnings:
+                dashboard_warn(f"{recorder.results[-1].mode}: {warning}")
+        finish_dashboard(document, out_dir)
     conclude(stopper, document["runs"], allow_failures,
              json_path is not None or out_dir is not None)
 

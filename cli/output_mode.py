@@ -115,16 +115,26 @@ class ProgressSink:
         self.live = live
         self.report_interval_s = output.report_interval_s or DEFAULT_INTERVAL_S
         self.last_interval = ""
-        if not output.report_interval_s or output.quiet:
+        self.print_intervals = bool(output.report_interval_s) and not output.quiet
+        from cli.dashboard import dashboard_run
+
+        self.dashboard = dashboard_run(label)  # the live page's feed (--dashboard)
+        if not self.print_intervals and self.dashboard is None:
             self.on_interval = None  # type: ignore[assignment]
 
     def __call__(self, progress: Progress) -> None:
+        if self.dashboard is not None:
+            self.dashboard[0].progress(self.dashboard[1], progress)
         if self.live is not None:
             text = progress_text(self.label, progress)
             self.live.update(Text(text + ("\n" + self.last_interval
                                           if self.last_interval else "")))
 
     def on_interval(self, row: dict[str, Any]) -> None:
+        if self.dashboard is not None:
+            self.dashboard[0].interval(self.dashboard[1], row)
+        if not self.print_intervals:
+            return
         line = interval_line(self.label, row)
         if self.live is not None:
             self.last_interval = line

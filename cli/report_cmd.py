@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -210,6 +211,28 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
     return "\n".join(lines)
 
 
+def _print_tables(loaded: Sequence[LoadedResults]) -> None:
+    for item in loaded:
+        out.print(live_table(item))
+        out.print(latency_table(item))
+        for table in run_topic_tables(item):
+            out.print(table)
+
+
+def write_html_report(loaded: Sequence[LoadedResults], path: Path) -> Path:
+    """The self-contained HTML report (cli/html_report.py), written atomically."""
+    from cli.html_report import build_report
+
+    if str(path) == "-":
+        sys.stdout.write(build_report(loaded))
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(build_report(loaded), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
 @click.command("report")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path),
                 metavar="DIR|FILE...")
@@ -220,9 +243,14 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
               default=None, help="Write the Markdown here instead of OUT/report.md.")
 @click.option("--charts/--no-charts", default=True, show_default=True,
               help="Draw the PNG charts (matplotlib).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Write the report as ONE self-contained HTML page here "
+                                 "(interactive charts, every script inlined: opens offline). "
+                                 "Alone (without --out or --markdown) it is the only file "
+                                 "written.")
 @friendly_errors
 def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path | None,
-           charts: bool) -> None:
+           charts: bool, html_path: Path | None = None) -> None:
     """Show saved results as tables, Markdown and charts.
 
     INPUTS are directories written with --out, or results JSON files (from --json or
@@ -234,6 +262,15 @@ def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path |
     Example: kbatch report out/ && cat out/report/report.md >> "$GITHUB_STEP_SUMMARY"
     """
     loaded = [load_results(path) for path in inputs]
+    if html_path is not None:
+        writable_file(html_path, "--html")
+        if out_dir is None and markdown_path is None:  # the page alone
+            if str(html_path) == "-":  # the page is the output
+                write_html_report(loaded, html_path)
+                return
+            _print_tables(loaded)
+            console.print(f"Report written: {write_html_report(loaded, html_path)}.")
+            return
     if out_dir is None:
         out_dir = inputs[0] / "report" if len(inputs) == 1 and inputs[0].is_dir() else Path(
             "kbatch-report")
@@ -251,4 +288,6 @@ def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path |
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
     markdown_path.write_text(markdown_report(loaded, written, markdown_path))
     files = [markdown_path, *written.values()]
+    if html_path is not None:
+        files.append(write_html_report(loaded, html_path))
     console.print("Report written: " + ", ".join(str(f) for f in files) + ".")

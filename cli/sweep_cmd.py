@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.dashboard import dashboard_option, finish_dashboard, open_dashboard, sweep_hooks
 from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape, workload_from_flags, workload_options
 from cli.render import console, out
@@ -227,6 +228,7 @@ def sweep_table(document: dict[str, Any]) -> Table:
               help="Draw frontier.png (matplotlib).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress bar with ETA on a terminal (plain lines otherwise).")
+@dashboard_option
 @friendly_errors
 def sweep(modes_text: str, windows_text: str, rates_text: str | None,
           axes_text: tuple[str, ...], overrides: tuple[str, ...], repeats: int,
@@ -244,6 +246,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     --windows 5,20,50,100,200,500 --axis broker.batch.max.partitions=-1,100 --slo 'p99<=500ms'
     --out sweep-out
     """
+    dashboard_spec = workload_flags.pop("dashboard")
     shape = lab_shape(workload_flags)
     modes = parse_modes(modes_text, MODES)
     windows = parse_int_list(windows_text, "--windows")
@@ -261,6 +264,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
             "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
     plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode)
     spark = spark_cells(runner, workers, spark_master, spark_conf, bootstrap_servers, shape)
+    open_dashboard(dashboard_spec, f"kbatch sweep {','.join(modes)}")
     with ExitStack() as stack:
         if spark is not None and not bootstrap_servers:  # every task starts its own broker
             target = BrokerTarget("", "its own embedded broker per cell", embedded=True)
@@ -283,7 +287,9 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
                       f"{spark.description if spark else ''}.")
         display = SweepProgress(total, plan.estimate_s(), progress,
                                 spark.workers if spark else 1)
-        sweeper.on_start, sweeper.on_end = display.start, display.end
+        sweeper.on_start, sweeper.on_end = sweep_hooks(
+            display.start, display.end, total, out_dir,
+            lambda left: eta_s(display.seconds, left, display.estimate_s / display.parallel))
         try:
             with display.shown():
                 document = sweeper.run(resume)
@@ -303,3 +309,4 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
 
         console.print(f"Chart written to {frontier_chart(document, out_dir / 'frontier.png')}.")
     console.print(f"Results written to {out_dir / 'results.json'}.")
+    finish_dashboard(out_dir / "results.json", out_dir)

@@ -708,6 +708,8 @@ class Engine:
                 requests_sent=len(m.requests),
                 p99_ms=m.latency.percentile_ms(99) if m.latency.count else 0.0,
                 target_messages=self._intended,
+                generator_lag_p99_ms=m.generator_lag.percentile_ms(99)
+                if m.generator_lag.count else 0.0,
             ))
 
     def _results(self, end: float) -> Results:

@@ -43,6 +43,8 @@ class Progress:
     requests_sent: int
     p99_ms: float
     target_messages: int | None
+    generator_lag_p99_ms: float | None = None
+    """How late the generator is against the rate schedule (None: the driver cannot tell)."""
 
 
 @dataclass
