@@ -4,8 +4,9 @@
   warnings) then goes to stderr, so `kbatch produce --json - | jq` works.
 - `--quiet` prints nothing but errors (which `cli.errors` writes with click to stderr).
 - Every `--report-interval` seconds a run reports the interval that ended (messages/s,
-  MB/s, requests/s, msgs/req, p50/p99, failures): as the second line of the live view on a
-  terminal, as plain lines otherwise (CI logs), so a slow second can be placed in time.
+  MB/s, requests/s, msgs/req, p50/p99, failures): printed above the live view on a terminal
+  (so they stay in the scrollback), as plain lines otherwise (CI logs), so a slow second
+  can be placed in time.
 """
 
 from __future__ import annotations
@@ -114,20 +115,18 @@ class ProgressSink:
         self.label = label
         self.live = live
         self.report_interval_s = output.report_interval_s or DEFAULT_INTERVAL_S
-        self.last_interval = ""
         if not output.report_interval_s or output.quiet:
             self.on_interval = None  # type: ignore[assignment]
 
     def __call__(self, progress: Progress) -> None:
         if self.live is not None:
             text = progress_text(self.label, progress)
-            self.live.update(Text(text + ("\n" + self.last_interval
-                                          if self.last_interval else "")))
+            self.live.update(Text(text))
 
     def on_interval(self, row: dict[str, Any]) -> None:
         line = interval_line(self.label, row)
-        if self.live is not None:
-            self.last_interval = line
+        if self.live is not None:  # above the live view: it stays in the scrollback
+            self.live.console.print(Text(line), soft_wrap=True)
         else:
             console.print(Text(line), soft_wrap=True)
 

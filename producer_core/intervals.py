@@ -92,6 +92,7 @@ def row(start_s: float, end_s: float, delta: Tally, mean_payload: float,
     data.update({"p50_ms": latency.percentile_ms(50) if latency.count else 0.0,
                  "p99_ms": latency.percentile_ms(99) if latency.count else 0.0,
                  "max_ms": latency.max_ms if latency.count else 0.0,
+                 "mean_ms": round(latency.mean_ms, 3) if latency.count else 0.0,
                  "latency_count": latency.count})
     if encode:
         data["latency_us"] = latency.encode()
@@ -264,5 +265,8 @@ def _merge_rows(lists: list[list[dict[str, Any]]], exact: bool) -> list[dict[str
         if not exact_rows:
             data.update({k: max(r[k] for r in rows) for k in ("p50_ms", "p99_ms", "max_ms")})
             data["latency_count"] = sum(r.get("latency_count", 0) for r in rows)
+            weighted = sum(r.get("mean_ms", 0.0) * r.get("latency_count", 0) for r in rows)
+            data["mean_ms"] = round(weighted / data["latency_count"], 3) \
+                if data["latency_count"] else 0.0
         merged.append(data)
     return merged
