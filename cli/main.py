@@ -26,6 +26,7 @@ from cli.outcome import exit_code
 from cli.output_mode import emit_json, output_from_flags, output_options
 from cli.output_paths import check_run_outputs, clear_results_dir
 from cli.payload_opts import payload_from_flags, payload_options, with_payload
+from cli.perf_test_cmd import perf_test
 from cli.perf_test_opts import (
     PerfTestArgs,
     metric_lines,
@@ -339,6 +340,7 @@ cli.add_command(gate)
 cli.add_command(lab)
 cli.add_command(analyze)
 cli.add_command(sweep)
+cli.add_command(perf_test)
 
 
 def main() -> None:

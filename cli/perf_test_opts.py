@@ -153,9 +153,10 @@ def _same(kwargs: dict[str, Any], target: str, value: Any, perf_flag: str, kbatc
 def transactional_default(kwargs: dict[str, Any], overrides: Sequence[str]) -> list[str]:
     """ProducerPerformance: --transaction-duration-ms alone turns transactions on with id
     performance-producer-<uuid> (unless a transactional.id is given somewhere)."""
-    if kwargs.get("transaction_duration_ms") is None or kwargs.get("transactional_id"):
-        return []
-    if any(text.partition("=")[0].strip() == "transactional.id" for text in overrides):
+    keys = {text.partition("=")[0].strip() for text in overrides}
+    duration = kwargs.get("transaction_duration_ms") is not None \
+        or "transaction.duration.ms" in keys
+    if not duration or kwargs.get("transactional_id") or "transactional.id" in keys:
         return []
     config = kwargs.get("command_config")
     if isinstance(config, Path) and config.exists() and any(
