@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from cli.analyze_cmd import analyze
+from cli.capacity_cmd import capacity
 from cli.client_opts import client_inputs, client_options, finish_settings
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
@@ -341,6 +342,7 @@ cli.add_command(lab)
 cli.add_command(analyze)
 cli.add_command(sweep)
 cli.add_command(perf_test)
+cli.add_command(capacity)
 
 
 def main() -> None:
