@@ -222,7 +222,7 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
             def on_probe(result: Probe, mode: str = mode) -> None:
                 index = sum(1 for r in probe_runs if r["mode"] == mode)
                 console.print(probe_line(mode, index, result), soft_wrap=True,
-                              highlight=False)
+                              highlight=False, markup=False)
 
             found[mode] = find_capacity(probe, criteria, plan, on_probe)
             value = found[mode].max_sustainable_msgs_per_s
