@@ -11,6 +11,17 @@ from matplotlib.figure import Figure
 from cli.charts import mode_color
 
 
+def _limit_ms(slo: str) -> float | None:
+    """The SLO's limit in ms ('p99<=100ms', 'p99<1s'), for the dashed line."""
+    from producer_core.errors import UsageError
+    from producer_core.sweep import parse_slo
+
+    try:
+        return parse_slo(slo).limit_ms
+    except UsageError:
+        return None
+
+
 def capacity_chart(document: dict[str, Any], path: Path) -> Path:
     """One panel: x the probe's rate (log), y its SLO latency (log); filled markers for
     sustained probes, hollow for the rest; a vertical line per mode at its answer."""
@@ -32,6 +43,9 @@ def capacity_chart(document: dict[str, Any], path: Path) -> Path:
             ax.axvline(value, color=color, linewidth=1.4,
                        label=f"{mode}: {value:,.0f} msg/s")
     limit = document["capacity"]["slo"]
+    limit_ms = _limit_ms(limit)
+    if limit_ms is not None:
+        ax.axhline(limit_ms, color="black", linestyle="--", linewidth=1.0, label=limit)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("probe rate, msg/s (filled: sustained)")

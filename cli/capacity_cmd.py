@@ -77,9 +77,11 @@ def capacity_document(results: dict[str, Capacity], criteria: Criteria,
     answers = {mode: found.max_sustainable_msgs_per_s for mode, found in results.items()}
     for run in probe_runs:
         run[METRIC] = answers.get(run["mode"]) or 0.0
+    workload = dict(probe_runs[0]["workload"]) if probe_runs else {}
+    workload.update(rate=None, topic=None)  # the probes' rates are the search's
     return {
         "schema_version": 1, "kind": "capacity",
-        "modes": list(results),
+        "modes": list(results), "workload": workload,
         "capacity": {
             "slo": criteria.slo_text, "achieved_ratio": criteria.achieved_ratio,
             "max_lag_ms": criteria.max_lag_ms,
