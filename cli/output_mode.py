@@ -53,6 +53,8 @@ class Output:
     report_interval_s: float = DEFAULT_INTERVAL_S
     quiet: bool = False
     json_stdout: bool = False
+    interval_explicit: bool = False
+    """--report-interval was given: a short run keeps it (else it gets a shorter one)."""
 
 
 current = Output()
@@ -62,8 +64,10 @@ current = Output()
 def output_from_flags(flags: dict[str, Any], json_path: Path | None) -> Output:
     """Take the output flags out of a command's keyword arguments and apply them."""
     interval, quiet = (flags.pop(name) for name in OUTPUT_FLAGS)
-    apply(Output(interval, quiet, json_path is not None and str(json_path) == "-"))
     context = click.get_current_context(silent=True)
+    source = context.get_parameter_source("report_interval") if context else None
+    explicit = source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+    apply(Output(interval, quiet, json_path is not None and str(json_path) == "-", explicit))
     if context is not None:  # back to normal when the command ends (in-process callers)
         context.call_on_close(lambda: apply(Output()))
     return current
@@ -115,6 +119,7 @@ class ProgressSink:
         self.label = label
         self.live = live
         self.report_interval_s = output.report_interval_s or DEFAULT_INTERVAL_S
+        self.report_interval_explicit = output.interval_explicit
         if not output.report_interval_s or output.quiet:
             self.on_interval = None  # type: ignore[assignment]
 

@@ -61,6 +61,7 @@ class PerfTestProgress:
 
     def __init__(self, interval_s: float, value_bytes: float) -> None:
         self.report_interval_s = interval_s
+        self.report_interval_explicit = True  # perf-test's lines come every 5 s, short run or not
         self.value_bytes = value_bytes
 
     def __call__(self, progress: Any) -> None:
