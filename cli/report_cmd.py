@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 import numpy as np
+from rich import box
 from rich.table import Table
 
 from cli.errors import friendly_errors
@@ -41,11 +42,14 @@ def live_table(item: LoadedResults) -> Table:
 
 def latency_table(item: LoadedResults) -> Table:
     """Latency percentiles of every run, exactly as in the JSON (ms)."""
-    table = Table(title="latency, intended send → acknowledgement (ms)")
-    table.add_column("run")
+    narrow = (out.width or 80) < 100  # 80 columns: no vertical rules, so no number is cut
+    table = Table(title="latency, intended send → acknowledgement (ms)",
+                  box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
+    labels = [_run_label(item, run) for run in item.runs]
+    table.add_column("run", no_wrap=True, min_width=max(map(len, labels), default=3))
     for header, _ in LATENCY_COLUMNS:
-        table.add_column(header, justify="right")
-    table.add_column("count", justify="right")
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+    table.add_column("count", justify="right", no_wrap=True, min_width=5)
     for run in item.runs:
         latency = run["latency"]
         table.add_row(_run_label(item, run), *(f"{latency[key]:,.3f}" for _, key in
