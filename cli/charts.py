@@ -178,10 +178,13 @@ OVER_TIME_PANELS = (
 def over_time_chart(series: Mapping[str, tuple[str, list[dict]]], path: Path) -> Path:
     """A run over time from its `intervals`: rate, MB/s, requests/s and latency, one line
     per label (`series`: label -> (mode, interval rows)), coloured by mode."""
-    fig = Figure(figsize=(10, 9), dpi=110)
-    axes = fig.subplots(len(OVER_TIME_PANELS), 1, sharex=True)
+    panels = [(key, title) for key, title in OVER_TIME_PANELS
+              if any(row.get(key) for _, rows in series.values() for row in rows)]
+    panels = panels or list(OVER_TIME_PANELS[:1])  # an empty panel says nothing: leave it out
+    fig = Figure(figsize=(10, 2.25 * len(panels) + 0.5), dpi=110)
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     styles = _styles([mode for mode, _ in series.values()])
-    for ax, (key, title) in zip(axes, OVER_TIME_PANELS, strict=True):
+    for ax, (key, title) in zip(axes, panels, strict=True):
         for (label, (_, rows)), (color, style) in zip(series.items(), styles, strict=True):
             if not rows:
                 continue
@@ -196,6 +199,10 @@ def over_time_chart(series: Mapping[str, tuple[str, list[dict]]], path: Path) ->
         ax.set_title(title, fontsize=10)
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.35)
+    ends = [row["end_s"] for _, rows in series.values() for row in rows]
+    if ends:  # the axis spans the run, not matplotlib's padded guess
+        axes[-1].set_xlim(min(r["start_s"] for _, rows in series.values() for r in rows),
+                          max(ends))
     axes[-1].set_xlabel("seconds since the run's start")
     if series:
         axes[0].legend(loc="upper right", fontsize=8)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from cli.analyze_cmd import analyze
+from cli.capacity_cmd import capacity
 from cli.client_opts import client_inputs, client_options, finish_settings
 from cli.dashboard import dashboard_option, dashboard_warn, finish_dashboard, open_dashboard
 from cli.errors import friendly_errors
@@ -27,6 +28,13 @@ from cli.outcome import exit_code
 from cli.output_mode import emit_json, output_from_flags, output_options
 from cli.output_paths import check_run_outputs, clear_results_dir
 from cli.payload_opts import payload_from_flags, payload_options, with_payload
+from cli.perf_test_cmd import perf_test
+from cli.perf_test_opts import (
+    PerfTestArgs,
+    metric_lines,
+    perf_test_options,
+    print_metrics_requested,
+)
 from cli.render import (
     comparison_table,
     console,
@@ -127,8 +135,8 @@ def announce_start(target: BrokerTarget) -> None:
         console.print(f"Started {target.description} in {target.started_in_s:.1f} s.")
 
 
-@cli.command(epilog="Producer settings (-X key=value):\n\n" + settings_help().replace(
-    "\n", "\n\n"))
+@cli.command(cls=PerfTestArgs, epilog="Producer settings (-X key=value):\n\n" +
+             settings_help().replace("\n", "\n\n"))
 @click.option("--mode", type=click.Choice(MODES), default="partition", show_default=True,
               help=mode_help())
 @workload_options
@@ -136,7 +144,8 @@ def announce_start(target: BrokerTarget) -> None:
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting with Kafka's name, e.g. -X linger.ms=10 -X acks=all. "
                    "Repeatable. See the list below.")
-@click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
+@click.option("--bootstrap-servers", "--bootstrap-server", "bootstrap_servers", default=None,
+              metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: start an embedded Tansu broker for this run.")
 @client_options
 @lab_options
@@ -152,6 +161,7 @@ def announce_start(target: BrokerTarget) -> None:
                    "kind's results (without it, such a directory is refused).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display (only shown on a terminal).")
+@perf_test_options
 @transaction_options
 @delivery_options
 @dashboard_option
@@ -204,6 +214,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
         if "verify" in payload:
             out.print(verify_table(payload["verify"]))
         print_warnings(payload)
+        if print_metrics_requested():
+            out.print("\n".join(metric_lines(payload)), highlight=False, soft_wrap=True)
         emit_json(json_path, payload, write_json)
         if out_dir is not None:
             clear_results_dir(out_dir)
@@ -350,6 +362,8 @@ cli.add_command(gate)
 cli.add_command(lab)
 cli.add_command(analyze)
 cli.add_command(sweep)
+cli.add_command(perf_test)
+cli.add_command(capacity)
 
 
 def main() -> None:

@@ -4,8 +4,9 @@
   warnings) then goes to stderr, so `kbatch produce --json - | jq` works.
 - `--quiet` prints nothing but errors (which `cli.errors` writes with click to stderr).
 - Every `--report-interval` seconds a run reports the interval that ended (messages/s,
-  MB/s, requests/s, msgs/req, p50/p99, failures): as the second line of the live view on a
-  terminal, as plain lines otherwise (CI logs), so a slow second can be placed in time.
+  MB/s, requests/s, msgs/req, p50/p99, failures): printed above the live view on a terminal
+  (so they stay in the scrollback), as plain lines otherwise (CI logs), so a slow second
+  can be placed in time.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class Output:
     report_interval_s: float = DEFAULT_INTERVAL_S
     quiet: bool = False
     json_stdout: bool = False
+    interval_explicit: bool = False
+    """--report-interval was given: a short run keeps it (else it gets a shorter one)."""
 
 
 current = Output()
@@ -61,8 +64,10 @@ current = Output()
 def output_from_flags(flags: dict[str, Any], json_path: Path | None) -> Output:
     """Take the output flags out of a command's keyword arguments and apply them."""
     interval, quiet = (flags.pop(name) for name in OUTPUT_FLAGS)
-    apply(Output(interval, quiet, json_path is not None and str(json_path) == "-"))
     context = click.get_current_context(silent=True)
+    source = context.get_parameter_source("report_interval") if context else None
+    explicit = source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+    apply(Output(interval, quiet, json_path is not None and str(json_path) == "-", explicit))
     if context is not None:  # back to normal when the command ends (in-process callers)
         context.call_on_close(lambda: apply(Output()))
     return current
@@ -114,7 +119,7 @@ class ProgressSink:
         self.label = label
         self.live = live
         self.report_interval_s = output.report_interval_s or DEFAULT_INTERVAL_S
-        self.last_interval = ""
+        self.report_interval_explicit = output.interval_explicit
         self.print_intervals = bool(output.report_interval_s) and not output.quiet
         from cli.dashboard import dashboard_run
 
@@ -127,8 +132,7 @@ class ProgressSink:
             self.dashboard[0].progress(self.dashboard[1], progress)
         if self.live is not None:
             text = progress_text(self.label, progress)
-            self.live.update(Text(text + ("\n" + self.last_interval
-                                          if self.last_interval else "")))
+            self.live.update(Text(text))
 
     def on_interval(self, row: dict[str, Any]) -> None:
         if self.dashboard is not None:
@@ -136,8 +140,8 @@ class ProgressSink:
         if not self.print_intervals:
             return
         line = interval_line(self.label, row)
-        if self.live is not None:
-            self.last_interval = line
+        if self.live is not None:  # above the live view: it stays in the scrollback
+            self.live.console.print(Text(line), soft_wrap=True)
         else:
             console.print(Text(line), soft_wrap=True)
 

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from producer_core.metric_catalog import SUMMARY, SUMMARY_METRICS
+from producer_core.modes import COLLECTOR_MODES
 
 console = Console(stderr=True)
 """Progress and notices go to stderr so stdout stays clean for tables and pipes."""
@@ -63,7 +64,9 @@ def summary_table(result: dict[str, Any]) -> Table:
             f"{k}: {v:,}" for k, v in result["requests_by_broker"].items()) or "-"),
     ]
     batch_linger = result.get("batch_linger")  # absent from results of older versions
-    if batch_linger and batch_linger.get("count"):
+    if batch_linger and batch_linger.get("count") and (
+            result["mode"] in COLLECTOR_MODES or not _same_linger(result["linger"],
+                                                                  batch_linger)):
         rows.append(("batch linger p50 / p99 / p99.9 / max ms (KIP-1224)",
                      " / ".join(_ms(batch_linger[k]) for k in ("p50_ms", "p99_ms", "p999_ms",
                                                               "max_ms"))))
@@ -92,6 +95,15 @@ def summary_table(result: dict[str, Any]) -> Table:
     return table
 
 
+def _same_linger(per_request: dict[str, Any], per_batch: dict[str, Any]) -> bool:
+    """A request's linger and its batches' (KIP-1224) tell one story in the per-partition
+    modes, whose requests mostly carry one batch: there one row says it, unless they differ
+    by more than a quarter (or 0.5 ms). The collector modes show both: there they differ
+    by design."""
+    return all(abs(per_request[k] - per_batch[k]) <= max(0.5, 0.25 * per_request[k])
+               for k in ("p50_ms", "p99_ms", "max_ms") if k in per_request and k in per_batch)
+
+
 def _volume_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     """MB/s and what compression did (absent from results of older versions)."""
     rate, compression = result["rate"], result.get("compression")
@@ -99,7 +111,7 @@ def _volume_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     if "mb_per_s" in rate:
         rows.append(("MB/s payload / on the wire",
                      f"{rate['mb_per_s']:,.2f} / {rate['wire_mb_per_s']:,.2f}"))
-    if compression:
+    if compression and compression.get("type", "none") != "none":
         rows.append(("compression: type, ratio (payload / wire), wire bytes per request",
                      f"{compression['type']}, {compression['ratio']:,.2f}, "
                      f"{compression['wire_bytes_per_request']:,.0f}"))
@@ -158,8 +170,12 @@ def _cell(metric: str, cell: dict[str, float], repeat: int) -> str:
     return text
 
 
-def comparison_table(document: dict[str, Any]) -> Table:
-    """The side-by-side table of `compare-modes`, like the seed's Improvement Summary."""
+def comparison_table(document: dict[str, Any], width: int | None = None) -> Table:
+    """The side-by-side table of `compare-modes`, like the seed's Improvement Summary.
+
+    It fits `width` (default: the terminal's): where a column per mode and a change column
+    per mode would not fit, each mode's change goes under its value in one column, so no
+    mode name is ever cut short."""
     from producer_core.compare import change_text
 
     summary = document["summary"]
@@ -167,21 +183,36 @@ def comparison_table(document: dict[str, Any]) -> Table:
     repeat = document["repeat"]
     title = "kbatch compare-modes" + (f" — median (min–max) of {repeat} rounds"
                                       if repeat > 1 else "")
+    metrics = [metric for metric in SUMMARY_METRICS
+               if all(metric in summary[mode] for mode in modes)]  # older results: fewer
+    cells = {mode: [_cell(metric, summary[mode][metric], repeat) for metric in metrics]
+             for mode in modes}
+    changes = {mode: [change_text(metric, summary[modes[0]][metric]["median"],
+                                  summary[mode][metric]["median"]) for metric in metrics]
+               for mode in modes[1:]}
+    headers = {mode: f"change vs {modes[0]}" for mode in modes[1:]}
+    wide = max(map(len, metrics), default=6) + 4 + sum(
+        max(len(mode), *map(len, cells[mode])) + 3 for mode in modes) + sum(
+        max(len(headers[mode]), *map(len, changes[mode])) + 3 for mode in modes[1:])
+    compact = wide > (width or out.width)
     table = Table(title=title)
     table.add_column("metric", no_wrap=True)
     for index, mode in enumerate(modes):
-        table.add_column(mode, justify="right")
-        if index:
-            table.add_column(f"change vs {modes[0]}", justify="right")
-    for metric in SUMMARY_METRICS:
-        if any(metric not in summary[mode] for mode in modes):
-            continue  # results of an older kbatch, before this metric
+        table.add_column(mode, justify="right", min_width=len(mode))
+        if index and not compact:
+            table.add_column(headers[mode], justify="right")
+    if compact:
+        table.caption = f"under each value: its change vs {modes[0]}"
+    for row_index, metric in enumerate(metrics):
         row = [metric]
         for index, mode in enumerate(modes):
-            row.append(_cell(metric, summary[mode][metric], repeat))
+            value = cells[mode][row_index]
+            if index and compact:
+                row.append(f"{value}\n[dim]{changes[mode][row_index]}[/dim]")
+                continue
+            row.append(value)
             if index:
-                row.append(change_text(metric, summary[modes[0]][metric]["median"],
-                                       summary[mode][metric]["median"]))
+                row.append(changes[mode][row_index])
         table.add_row(*row)
     return table
 

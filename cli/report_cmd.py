@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 import numpy as np
+from rich import box
 from rich.table import Table
 
 from cli.errors import friendly_errors
@@ -31,6 +32,10 @@ def live_table(item: LoadedResults) -> Table:
         from cli.sweep_cmd import sweep_table
 
         return sweep_table(item.document)
+    if item.document.get("kind") == "capacity":
+        from cli.capacity_cmd import capacity_table
+
+        return capacity_table(item.document)
     if item.kind == "comparison":
         return comparison_table(item.document)
     return summary_table(item.document)
@@ -38,11 +43,14 @@ def live_table(item: LoadedResults) -> Table:
 
 def latency_table(item: LoadedResults) -> Table:
     """Latency percentiles of every run, exactly as in the JSON (ms)."""
-    table = Table(title="latency, intended send → acknowledgement (ms)")
-    table.add_column("run")
+    narrow = (out.width or 80) < 100  # 80 columns: no vertical rules, so no number is cut
+    table = Table(title="latency, intended send → acknowledgement (ms)",
+                  box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
+    labels = [_run_label(item, run) for run in item.runs]
+    table.add_column("run", no_wrap=True, min_width=max(map(len, labels), default=3))
     for header, _ in LATENCY_COLUMNS:
-        table.add_column(header, justify="right")
-    table.add_column("count", justify="right")
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+    table.add_column("count", justify="right", no_wrap=True, min_width=5)
     for run in item.runs:
         latency = run["latency"]
         table.add_row(_run_label(item, run), *(f"{latency[key]:,.3f}" for _, key in
@@ -102,7 +110,9 @@ def _facts(item: LoadedResults) -> list[str]:
     if not topics:
         parts.append(f"{w.get('message_size')}-byte values, keys {w.get('keys')}")
     parts.append(f"seed {w.get('seed')}")
-    if item.kind == "comparison":
+    if doc.get("kind") == "capacity":
+        what = f"capacity search of {', '.join(doc['modes'])} within {doc['capacity']['slo']}"
+    elif item.kind == "comparison":
         what = (f"comparison of {', '.join(doc['modes'])}, {doc['repeat']} round"
                 + ("s" if doc["repeat"] > 1 else ""))
     else:
@@ -126,9 +136,19 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
     without intervals (older results), requests_per_second.png from their request logs."""
     from cli.charts import latency_chart, over_time_chart, requests_chart, rps_chart
 
+    charts: dict[str, Path] = {}
+    searches = [item for item in loaded if item.document.get("kind") == "capacity"]
+    if searches:  # a capacity search's chart is its probes (capacity.png); no per-mode medians
+        from cli.capacity_chart import capacity_chart
+
+        for index, item in enumerate(searches):
+            name = "capacity" if index == 0 else f"capacity_{index + 1}"
+            charts[name] = capacity_chart(item.document, out_dir / f"{name}.png")
+        loaded = [item for item in loaded if item not in searches]
+        if not loaded:
+            return charts
     labels = _labels(loaded)
     modes = [mode for _, mode, _ in labels]
-    charts: dict[str, Path] = {}
     from cli.sweep_chart import sweep_charts  # a sweep's frontier.png comes first
 
     charts.update(sweep_charts(loaded, out_dir))
@@ -182,6 +202,7 @@ _CHART_TITLES = {
     "over_time": "Rate, MB/s, requests per second and latency over time",
     "requests_per_second": "Requests per second",
     "frontier": "Sweep: requests per second against latency, per mode",
+    "capacity": "Capacity search: probe rates against latency, the highest sustained marked",
 }
 
 
@@ -203,7 +224,8 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
         lines += ["## Charts", ""]
         for key, path in charts.items():
             link = Path(os.path.relpath(path, markdown_path.parent)).as_posix()
-            lines += [f"![{_CHART_TITLES[key]}]({link})", ""]
+            title = _CHART_TITLES.get(key.rstrip("_0123456789"), key)
+            lines += [f"![{title}]({link})", ""]
     missing = _missing_over_time(loaded) if charts else []
     if missing:
         lines += ["(Not in the charts over time, having neither intervals nor a per-request "

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich import box
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -146,10 +147,17 @@ def sweep_table(document: dict[str, Any]) -> Table:
     repeats = document["repeat"]
     title = "kbatch sweep" + (f" — median (min–max) of {repeats} repeats" if repeats > 1
                               else "")
-    table = Table(title=title)
-    for name in ("cell", "status", "requests/s", "msgs/req", "bytes/req", "p50 ms", "p99 ms",
-                 "p99.9 ms", "frontier"):
-        table.add_column(name, justify="left" if name in ("cell", "status") else "right")
+    narrow = (out.width or 80) < 100  # an 80-column terminal: shorter headers, no rules
+    table = Table(title=title + (" (latency in ms)" if narrow else ""),
+                  box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
+    widest = max((len(cell["id"]) for cell in sweep["cells"]), default=4)
+    names = (("cell", "status", "req/s", "msg/req", "B/req", "p50", "p99", "p99.9", "Pareto")
+             if narrow else ("cell", "status", "requests/s", "msgs/req", "bytes/req",
+                             "p50 ms", "p99 ms", "p99.9 ms", "frontier"))
+    for name in names:  # cell ids and numbers stay whole (widths set below), reasons wrap
+        table.add_column(name, justify="left" if name in ("cell", "status") else "right",
+                         no_wrap=name != "status", min_width=widest if name == "cell" else
+                         6 if name == "status" else None)
     for cell in sweep["cells"]:
         f = cell.get("figures") or {}
         if not f:
@@ -166,6 +174,9 @@ def sweep_table(document: dict[str, Any]) -> Table:
                       _cell(f, "bytes_per_request", repeats, ",.0f"),
                       _cell(f, "p50_ms", repeats, ",.1f"), _cell(f, "p99_ms", repeats, ",.1f"),
                       _cell(f, "p999_ms", repeats, ",.1f"), mark)
+    for column in table.columns[2:]:
+        column.min_width = max(len(str(column.header)),
+                               *(len(str(value)) for value in column.cells))
     return table
 
 

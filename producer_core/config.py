@@ -12,6 +12,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from producer_core.client_properties import (
+    closest_name,
+    is_foreign,
+    java_producer_passthrough,
+    librdkafka_producer_property,
+    not_used_warning,
+    unknown_property_message,
+)
 from producer_core.errors import ConfigError
 from producer_core.modes import (  # declared there; MODES and COLLECTOR_MODES importable here
     COLLECTOR_MODES,
@@ -245,6 +253,9 @@ class ProducerSettings:
     """Those properties as the user gave them (shown redacted in results)."""
     librdkafka_properties: tuple[tuple[str, str], ...] = ()
     """Mode librdkafka: properties kbatch does not know, passed to librdkafka as given."""
+    foreign_properties: tuple[tuple[str, str], ...] = ()
+    """Properties of the Java client or librdkafka kbatch does not apply
+    (`producer_core.client_properties`): kept for the real clients that read them."""
     topic_creation: TopicCreation = DEFAULT_CREATION
 
     def __getitem__(self, key: str) -> Any:
@@ -379,6 +390,7 @@ def build_settings(
     explicit: set[str] = set()
     client: dict[str, str] = {}
     passthrough: dict[str, str] = {}
+    foreign: dict[str, str] = {}
     for key, raw in items:
         kind = setting_kind(key, mode)
         if kind == "security":
@@ -386,6 +398,9 @@ def build_settings(
             continue
         if kind == "librdkafka":
             passthrough[key] = str(raw)
+            continue
+        if kind == "foreign":
+            foreign[key] = str(raw)
             continue
         spec = SETTINGS.get(key)
         if spec is None and key.startswith(BRUCE_TOPIC_PREFIX):
@@ -425,6 +440,8 @@ def build_settings(
         check(explicit, values, warnings)
     if spec_of_mode.passthrough:
         _check_passthrough(explicit, passthrough)
+    if foreign:
+        warnings.append(foreign_warning(mode, foreign))
     if "batch.num.messages" in explicit and "batch.num.messages" not in spec_of_mode.reads:
         warnings.append(f"batch.num.messages applies to mode librdkafka only; ignored in mode "
                         f"{mode}")
@@ -432,6 +449,7 @@ def build_settings(
         values=values, explicit=frozenset(explicit), warnings=tuple(warnings),
         security=security, client_properties=tuple(client.items()),
         librdkafka_properties=tuple(passthrough.items()),
+        foreign_properties=tuple(foreign.items()),
     )
     if spec_of_mode.passthrough and (passthrough or client):
         from producer_core.librdkafka_engine import check_config
@@ -442,22 +460,34 @@ def build_settings(
 
 def setting_kind(key: str, mode: str) -> str:
     """Where a property goes: "producer" (the SETTINGS table or bruce.topic.*), "security"
-    (TLS/SASL), "librdkafka" (mode librdkafka passes any other name on), or "unknown"."""
+    (TLS/SASL), "librdkafka" (mode librdkafka passes librdkafka's names on), "foreign" (a
+    name of the Java client or librdkafka kbatch accepts and does not apply), or
+    "unknown"."""
     if key in SETTINGS or key.startswith(BRUCE_TOPIC_PREFIX):
         return "producer"
     if key in SECURITY_KEYS:
         return "security"
-    if mode in PASSTHROUGH_MODES and key not in LIBRDKAFKA_RESERVED:
+    passes = mode in PASSTHROUGH_MODES
+    if passes and key in LIBRDKAFKA_RESERVED:
+        return "unknown"
+    if passes and librdkafka_producer_property(key):
         return "librdkafka"
+    if is_foreign(key):
+        return "foreign"
+    if passes and closest_name(key, SETTINGS) is None:
+        return "librdkafka"  # librdkafka judges a name it may know and our list may not
     return "unknown"
 
 
 def unknown_setting_message(key: str) -> str:
-    return (f"Unknown setting {key!r}. Known settings: {', '.join(sorted(SETTINGS))}, "
-            f"{BRUCE_TOPIC_PREFIX}<topic>.<{'|'.join(BRUCE_TOPIC_SETTINGS)}>, and the "
-            "security settings (security.protocol, sasl.*, ssl.*; see "
-            "docs/guides/secured-clusters.md). Mode librdkafka also passes any librdkafka "
-            "property on.")
+    """One short paragraph, with the closest known name (`client_properties`)."""
+    return unknown_property_message(key, [*SETTINGS, *SECURITY_KEYS])
+
+
+def foreign_warning(mode: str, foreign: Mapping[str, str]) -> str:
+    """The run's one line about accepted properties it does not apply itself."""
+    passed = java_producer_passthrough(foreign.items()) if mode == "kafka-java" else {}
+    return not_used_warning(mode, set(foreign) - set(passed), passed, "the Java producer")
 
 
 LIBRDKAFKA_RESERVED = frozenset({"bootstrap.servers", "metadata.broker.list",

@@ -24,7 +24,7 @@ from producer_core.config import ProducerSettings
 from producer_core.errors import BrokerError
 from producer_core.gc_quiet import quiet_gc
 from producer_core.generator import Generator
-from producer_core.intervals import IntervalRecorder, engine_live
+from producer_core.intervals import IntervalRecorder, engine_live, expected_run_s
 from producer_core.linger import LingerPolicy, RequestPlan, make_policy
 from producer_core.linger.base import LatencyFeedback, PollContext, Reporting, RunStart
 from producer_core.memory import BatchMemory, BlockedGenerator
@@ -194,7 +194,8 @@ class Engine:
             self._intended = self.generator.intended_total()
             if self.on_progress is not None:
                 progress_task = asyncio.ensure_future(self._report_progress())
-            intervals = IntervalRecorder.for_callback(self.on_progress)
+            intervals = IntervalRecorder.for_callback(self.on_progress,
+                                                       expected_run_s(self.workload))
             intervals.begin(self.start, self.metrics, engine_live(self.metrics))
             interval_task = asyncio.ensure_future(intervals.run_async(self.loop.time))
             if self.stop is not None:

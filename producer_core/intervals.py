@@ -27,6 +27,9 @@ from producer_core.histogram import LatencyHistogram
 from producer_core.metrics import MB, RunMetrics, TopicMetrics
 
 DEFAULT_INTERVAL_S = 5.0
+SHORT_RUN_ROWS = 10
+"""A run shorter than this many intervals gets a shorter interval (`short_interval`)."""
+_SHORT_STEPS = (2.0, 1.0, 0.5, 0.25, 0.2, 0.1)
 MIN_TAIL_S = 0.05
 """A last partial interval shorter than this is folded away (nothing to say about it)."""
 ROW_COUNTERS = ("acknowledged", "failed", "requests", "records", "wire_bytes",
@@ -82,6 +85,30 @@ def histogram_of(counts: np.ndarray) -> LatencyHistogram:
     return histogram
 
 
+def short_interval(expected_s: float | None, interval_s: float) -> float:
+    """The interval for a run expected to last `expected_s`: `interval_s`, or for a short
+    run the longest round step that still gives it about `SHORT_RUN_ROWS` rows (at least
+    0.1 s: finer rows would hold a handful of messages each)."""
+    if not expected_s or expected_s <= 0 or expected_s >= SHORT_RUN_ROWS * interval_s:
+        return interval_s
+    wanted = expected_s / SHORT_RUN_ROWS
+    return next((step for step in _SHORT_STEPS if step <= wanted and step < interval_s),
+                min(_SHORT_STEPS[-1], interval_s))
+
+
+def expected_run_s(workload: Any) -> float | None:
+    """How long a one-topic workload will run, if its flags say (duration, or messages at
+    a constant rate); None for a workload file or an unthrottled count."""
+    if getattr(workload, "topics", None):
+        return getattr(workload, "duration_s", None)
+    duration, messages, rate = (getattr(workload, name, None)
+                                for name in ("duration_s", "messages", "rate"))
+    by_count = messages / rate if messages and rate else None
+    if duration and by_count:
+        return min(duration, by_count)
+    return duration or by_count
+
+
 def row(start_s: float, end_s: float, delta: Tally, mean_payload: float,
         latency: LatencyHistogram, encode: bool) -> dict[str, Any]:
     """One interval's figures (docs/reference/results.md, `intervals`)."""
@@ -92,6 +119,7 @@ def row(start_s: float, end_s: float, delta: Tally, mean_payload: float,
     data.update({"p50_ms": latency.percentile_ms(50) if latency.count else 0.0,
                  "p99_ms": latency.percentile_ms(99) if latency.count else 0.0,
                  "max_ms": latency.max_ms if latency.count else 0.0,
+                 "mean_ms": round(latency.mean_ms, 3) if latency.count else 0.0,
                  "latency_count": latency.count})
     if encode:
         data["latency_us"] = latency.encode()
@@ -157,10 +185,16 @@ class IntervalRecorder:
         self._topics: dict[str, _Series] = {}
 
     @classmethod
-    def for_callback(cls, on_progress: Any) -> IntervalRecorder:
+    def for_callback(cls, on_progress: Any, expected_s: float | None = None
+                     ) -> IntervalRecorder:
         """A recorder configured by a progress callback's optional attributes
-        `report_interval_s` and `on_interval` (how the CLI passes `--report-interval`)."""
+        `report_interval_s` and `on_interval` (how the CLI passes `--report-interval`).
+        A run expected to last under `SHORT_RUN_ROWS` intervals gets a shorter one (see
+        `short_interval`), unless the callback says its interval was asked for
+        (`report_interval_explicit`): one 5 s row of a 2 s run charts as a flat line."""
         interval = getattr(on_progress, "report_interval_s", None) or DEFAULT_INTERVAL_S
+        if not getattr(on_progress, "report_interval_explicit", False):
+            interval = short_interval(expected_s, interval)
         return cls(interval, getattr(on_progress, "on_interval", None))
 
     def begin(self, start: float, metrics: RunMetrics, live: Live) -> None:
@@ -264,5 +298,8 @@ def _merge_rows(lists: list[list[dict[str, Any]]], exact: bool) -> list[dict[str
         if not exact_rows:
             data.update({k: max(r[k] for r in rows) for k in ("p50_ms", "p99_ms", "max_ms")})
             data["latency_count"] = sum(r.get("latency_count", 0) for r in rows)
+            weighted = sum(r.get("mean_ms", 0.0) * r.get("latency_count", 0) for r in rows)
+            data["mean_ms"] = round(weighted / data["latency_count"], 3) \
+                if data["latency_count"] else 0.0
         merged.append(data)
     return merged

@@ -47,7 +47,13 @@ import numpy as np
 from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
 from producer_core.errors import BrokerError, ConfigError, UsageError
 from producer_core.generator import ClientBatching, Generator
-from producer_core.intervals import IntervalRecorder, Tally, run_tally, topic_tally
+from producer_core.intervals import (
+    IntervalRecorder,
+    Tally,
+    expected_run_s,
+    run_tally,
+    topic_tally,
+)
 from producer_core.memory import BlockedGenerator
 from producer_core.metrics import ClientCounts, Results, RunMetrics, Section, TopicMetrics
 from producer_core.partitioners import Partitioning
@@ -254,7 +260,7 @@ class LibrdkafkaRun:
         self._idempotence_state = ""
         self.config, self.used_settings = librdkafka_config(settings)
         self.metrics.idempotence = {"enabled": settings.idempotent}
-        self.intervals = IntervalRecorder.for_callback(on_progress)
+        self.intervals = IntervalRecorder.for_callback(on_progress, expected_run_s(workload))
 
     # ----------------------------------------------------------------- setup
     def _producer(self) -> Any:

@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 RESULTS_FILE = "results.json"
-GROUPED_KINDS = ("comparison", "sweep")
+GROUPED_KINDS = ("comparison", "sweep", "capacity")
 """Documents holding several runs: compare-modes' comparison (runs grouped by mode) and a
 sweep (runs grouped by cell, `kbatch sweep`)."""
 SCHEMA_FILE = "results-v1.json"

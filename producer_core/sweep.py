@@ -325,11 +325,75 @@ def meets(result: CellResult, slo: Slo) -> bool:
     return result.ok and slo.holds(result.figure(slo.metric, "max"))
 
 
-def _best(results: Sequence[CellResult], slo: Slo) -> CellResult | None:
+TIE_RATIO = 0.02
+"""Without repeats, cells whose requests/s differ by less than this share are tied: one run
+cannot tell 200.412 from 200.385 requests/s apart from noise."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The recommended cell and, when its requests/s tied with others', how it won."""
+
+    cell: CellResult
+    tied: tuple[CellResult, ...] = ()
+    tie_rule: str = ""  # why the figures count as tied
+    tie_break: str = ""  # what decided among them
+
+
+def _cost(result: CellResult) -> float:
+    """What the recommendation minimises: requests/s (each request costs the broker work;
+    results of this version hold no broker cost to rank by)."""
+    return result.figure("requests_per_s")
+
+
+def ties(best: CellResult, other: CellResult) -> bool:
+    """Noise cannot tell the two cells' cost apart: with repeats, the medians differ by
+    less than the wider of the two measured spreads (max - min); without, by under 2%."""
+    low, high = sorted((_cost(best), _cost(other)))
+    if len(best.runs) > 1 and len(other.runs) > 1:
+        spread = max(best.figure("requests_per_s", "max") - best.figure("requests_per_s", "min"),
+                     other.figure("requests_per_s", "max")
+                     - other.figure("requests_per_s", "min"))
+        return high - low <= spread
+    return high - low < TIE_RATIO * max(high, 1e-9)
+
+
+def _simplicity(result: CellResult) -> tuple[float, int]:
+    """Lower is simpler: the shorter window (no window is 0), then fewer extra settings."""
+    return (float(result.cell.window or 0), len(result.cell.axes))
+
+
+def _choose(results: Sequence[CellResult], slo: Slo) -> Choice | None:
+    """The cell with the lowest cost that meets the SLO; cells tied with it on cost (see
+    `ties`) are ranked by lower latency, then by the simpler setting."""
     passing = [r for r in results if meets(r, slo)]
     if not passing:
         return None
-    return min(passing, key=lambda r: (r.figure("requests_per_s"), r.figure(slo.metric)))
+    cheapest = min(passing, key=lambda r: (_cost(r), r.figure(slo.metric), _simplicity(r)))
+    tied = [r for r in passing if r is cheapest or ties(cheapest, r)]
+    if len(tied) == 1:
+        return Choice(cheapest)
+    chosen = min(tied, key=lambda r: (r.figure(slo.metric), _simplicity(r)))
+    rule = ("differ by less than their spread over the repeats"
+            if all(len(r.runs) > 1 for r in tied) else
+            f"differ by under {TIE_RATIO:.0%}")
+    latencies = {r.figure(slo.metric) for r in tied}
+    best_latency = min(latencies)
+    by_latency = [r for r in tied if r.figure(slo.metric) == best_latency]
+    reason = (f"lower {slo.name}" if len(by_latency) == 1 else
+              "the same latency and the simpler setting")
+    return Choice(chosen, tuple(r for r in tied if r is not chosen), rule, reason)
+
+
+def _best(results: Sequence[CellResult], slo: Slo) -> CellResult | None:
+    choice = _choose(results, slo)
+    return None if choice is None else choice.cell
+
+
+def _tie_text(choice: Choice, slo: Slo) -> str:
+    others = "; ".join(f"{r.cell.label}: {_figures_text(r, slo)}" for r in choice.tied)
+    return (f" (chosen among ties: its requests/s and those of {others} {choice.tie_rule}, "
+            f"so it won on {choice.tie_break})")
 
 
 def _figures_text(result: CellResult, slo: Slo) -> str:
@@ -348,9 +412,12 @@ def _settings_text(cell: Cell) -> str:
 def recommend(results: Sequence[CellResult], slo: Slo,
               reference_mode: str = "partition") -> dict[str, Any]:
     """The cell with the fewest requests/s whose SLO holds, in one sentence with numbers,
-    compared with the best cell of `reference_mode` that meets the SLO too."""
-    best = _best(results, slo)
-    if best is None:
+    compared with the best cell of `reference_mode` that meets the SLO too. Cells whose
+    requests/s noise cannot tell apart (`ties`) are ranked by latency, then simplicity, and
+    the sentence says so."""
+    choice = _choose(results, slo)
+    best = None if choice is None else choice.cell
+    if choice is None or best is None:
         ran = [r for r in results if r.ok]
         if not ran:
             return {"cell": None, "text": f"No cell ran cleanly, so none meets {slo.text}."}
@@ -359,9 +426,13 @@ def recommend(results: Sequence[CellResult], slo: Slo,
             f"No cell meets {slo.text}; the lowest {slo.name} is {closest.cell.label}: "
             f"{_figures_text(closest, slo)}.")}
     text = f"{best.cell.label}: {_figures_text(best, slo)}"
-    reference = _best([r for r in results if r.cell.mode == reference_mode], slo)
     document: dict[str, Any] = {"cell": best.cell.id}
-    if reference is not None and reference is not best:
+    if choice.tied:
+        text += _tie_text(choice, slo)
+        document["tied_cells"] = [r.cell.id for r in choice.tied]
+        document["tie_break"] = choice.tie_break
+    reference = _best([r for r in results if r.cell.mode == reference_mode], slo)
+    if reference is not None and reference is not best and reference not in choice.tied:
         mine, theirs = best.figure("requests_per_s"), reference.figure("requests_per_s")
         if theirs > 0:
             fewer = (1 - mine / theirs) * 100

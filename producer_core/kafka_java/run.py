@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from producer_core.client_properties import java_producer_passthrough
 from producer_core.config import ProducerSettings
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.generator import ClientBatching, Generator
@@ -121,6 +122,7 @@ class KafkaJavaRun:
             self.topic_index.extend([index] * spec.partitions)
             self.metrics.topics.setdefault(spec.name, TopicMetrics())
         self.properties = {**java_properties(dict(settings.values)),
+                           **java_producer_passthrough(settings.foreign_properties),
                            **settings.security.java_properties(),
                            "bootstrap.servers": bootstrap}
         self._lines: queue.Queue[dict[str, Any]] = queue.Queue()

@@ -33,9 +33,9 @@ def test_x_comes_after_the_file_so_it_wins(props):
 
 def test_file_keys_are_checked_for_every_mode_with_their_line(tmp_path):
     path = tmp_path / "c.properties"
-    path.write_text("linger.ms=1\n# c\nqueue.buffering.max.ms=5\n")
+    path.write_text("linger.ms=1\n# c\nplugin.custom.knob=5\n")
     assert client_inputs(path, [], None, ["librdkafka"]).assignments[-1] == (
-        "queue.buffering.max.ms", "5")
+        "plugin.custom.knob", "5")
     with pytest.raises(ConfigError, match=r"c.properties, line 3: Unknown setting"):
         client_inputs(path, [], None, ["partition"])
 

@@ -28,9 +28,12 @@ def test_librdkafkas_own_error_for_an_unknown_property_is_a_usage_error():
         build_settings({"queue.buffering.max.ms": "soon"}, mode="librdkafka")
 
 
-def test_other_modes_still_refuse_unknown_names():
-    with pytest.raises(ConfigError, match="Unknown setting 'queue.buffering.max.ms'"):
-        build_settings({"queue.buffering.max.ms": "5"}, mode="partition")
+def test_other_modes_accept_librdkafka_names_as_not_used_and_refuse_typos():
+    settings = build_settings({"queue.buffering.max.ms": "5"}, mode="partition")
+    assert settings.foreign_properties == (("queue.buffering.max.ms", "5"),)
+    assert "not used by this mode (partition): queue.buffering.max.ms" in settings.warnings
+    with pytest.raises(ConfigError, match="Did you mean 'queue.buffering.max.ms'"):
+        build_settings({"queue.buffering.max.mss": "5"}, mode="partition")
 
 
 def test_kbatch_names_keep_their_meaning_and_clashes_are_refused():

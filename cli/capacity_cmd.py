@@ -1,0 +1,252 @@
+"""`kbatch capacity`: the highest rate each mode sustains within an SLO.
+
+For each mode of `--modes`, a bracketing search (`producer_core.analysis.capacity`) runs
+short probes at chosen rates on the same workload shape, each on a fresh topic (and, on
+the embedded broker, a fresh broker), and prints a line per probe as it ends, so a long
+search shows where it is. The answer per mode is `max_sustainable_msgs_per_s`: in the
+table, in the results JSON (`--json`, kind `capacity`, every probe a run), as a gate
+metric (`MODE.max_sustainable_msgs_per_s`), and as a chart (`--out DIR`: capacity.png).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from cli.bounded import FiniteFloat
+from cli.client_opts import client_inputs, client_options, finish_settings
+from cli.errors import friendly_errors
+from cli.options import lab_options, lab_shape
+from cli.output_mode import output_from_flags, output_options
+from cli.render import console, out
+from cli.settings_checks import check_fits, check_setting_texts
+from cli.spark_opts import Runner
+from cli.stopping import StopOnSignal, accepts_stop
+from producer_core import bounds
+from producer_core.analysis.capacity import (
+    DEFAULT_MAX_LAG_MS,
+    Capacity,
+    Criteria,
+    Probe,
+    SearchPlan,
+    find_capacity,
+)
+from producer_core.brokers.per_run import run_targets
+from producer_core.compare import parse_mode_configs, parse_modes
+from producer_core.config import MODES
+from producer_core.errors import UsageError
+from producer_core.results_io import RunRecorder, add_facts, write_json
+from producer_core.sweep import parse_slo
+from producer_core.workload import Workload
+
+METRIC = "max_sustainable_msgs_per_s"
+
+
+def probe_line(mode: str, index: int, probe: Probe) -> str:
+    verdict = "sustained" if probe.ok else "not sustained"
+    return (f"[{mode}] probe {index} ({probe.phase}): {probe.rate:,.0f} msg/s "
+            f"{verdict}: {probe.reason}")
+
+
+def capacity_table(document: dict[str, Any]) -> Table:
+    """One row per mode: the rate, the bracket it ended in, probes run, why it stopped."""
+    table = Table(title=f"highest sustained rate, {document['capacity']['slo']}")
+    for name, justify in (("mode", "left"), ("msg/s", "right"), ("bracket", "right"),
+                          ("probes", "right"), ("search", "left")):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for mode, found in document["capacity"]["modes"].items():
+        value = found[METRIC]
+        lo, hi = found["bracket"]
+        bracket = f"{lo or 0:,.0f}–{hi:,.0f}" if hi is not None else f"≥ {lo or 0:,.0f}"
+        table.add_row(mode, "none" if value is None else f"{value:,.0f}", bracket,
+                      str(len(found["probes"])), found["stopped"])
+    return table
+
+
+def capacity_document(results: dict[str, Capacity], criteria: Criteria,
+                      plan: SearchPlan, probe_runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The results JSON: the search per mode, and every probe as a run (for gate and
+    report), each run stamped with its mode's answer so `MODE.max_sustainable_msgs_per_s`
+    is a gate metric."""
+    answers = {mode: found.max_sustainable_msgs_per_s for mode, found in results.items()}
+    for run in probe_runs:
+        run[METRIC] = answers.get(run["mode"]) or 0.0
+    workload = dict(probe_runs[0]["workload"]) if probe_runs else {}
+    workload.update(rate=None, topic=None)  # the probes' rates are the search's
+    return {
+        "schema_version": 1, "kind": "capacity",
+        "modes": list(results), "workload": workload,
+        "capacity": {
+            "slo": criteria.slo_text, "achieved_ratio": criteria.achieved_ratio,
+            "max_lag_ms": criteria.max_lag_ms,
+            "plan": {"start_rate": plan.start_rate, "max_rate": plan.max_rate,
+                     "precision": plan.precision, "repeats": plan.repeats,
+                     "max_probes": plan.max_probes},
+            "modes": {mode: found.as_dict() for mode, found in results.items()},
+        },
+        "runs": probe_runs,
+    }
+
+
+@click.command("capacity")
+@click.option("--modes", "modes_text", default="partition", show_default=True,
+              help="Comma-separated modes; each gets its own search.")
+@click.option("--slo", "slo_text", required=True, metavar="METRIC<=LIMIT",
+              help="Latency objective every probe must meet, e.g. 'p99<=100ms' (ack "
+                   "latency; end-to-end latency too when the run measures it).")
+@click.option("--start-rate", type=FiniteFloat(bounds.MIN_RATE, bounds.MAX_RATE,
+                                               unit="msg/s"), default=1000.0,
+              show_default=True, help="First probe's rate; doubled (or halved) until the "
+                                      "boundary is bracketed.")
+@click.option("--max-rate", type=FiniteFloat(bounds.MIN_RATE, bounds.MAX_RATE, unit="msg/s"),
+              default=1_000_000.0, show_default=True, help="Highest rate to probe.")
+@click.option("--precision", type=click.FloatRange(0.001, 1.0), default=0.05,
+              show_default=True, help="Stop bisecting once the bracket is this narrow "
+                                      "(0.05: the upper end within 5% of the lower).")
+@click.option("--repeats", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="Extra probes of the boundary rate; one failure moves it down.")
+@click.option("--max-probes", type=click.IntRange(1, 200), default=25, show_default=True,
+              help="Probes per mode at most.")
+@click.option("--max-lag-ms", type=FiniteFloat(0, 3_600_000, unit="ms"),
+              default=DEFAULT_MAX_LAG_MS, show_default=True,
+              help="Generator lag p99 a probe may show (above it the producer did not keep "
+                   "up, and its latency was not measured at the rate).")
+@click.option("--duration", type=FiniteFloat(0.1, bounds.MAX_DURATION_S, unit="seconds"),
+              default=5.0, show_default=True, help="Seconds per probe.")
+@click.option("--warmup", type=FiniteFloat(0, bounds.MAX_DURATION_S, unit="seconds"),
+              default=1.0, show_default=True,
+              help="Seconds of each probe left out of its latency.")
+@click.option("--partitions", type=click.IntRange(1, 100_000), default=16, show_default=True)
+@click.option("--message-size", type=click.IntRange(0, 64 * 1024 * 1024), default=100,
+              show_default=True)
+@click.option("--keys", type=click.IntRange(0, bounds.MAX_KEYS), default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0, bounds.MAX_SEED), default=1, show_default=True)
+@click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Producer setting for every mode (see kbatch produce --help).")
+@click.option("--mode-config", "mode_configs", multiple=True, metavar="MODE:KEY=VALUE",
+              help="A setting for one mode only. Repeatable.")
+@click.option("--linger-ms", type=click.IntRange(0, 900_000), default=None,
+              help="One linger window for every mode (as compare-modes' --linger-ms).")
+@click.option("--bootstrap-servers", "--bootstrap-server", "bootstrap_servers", default=None,
+              metavar="HOST:PORT[,...]", help="Kafka cluster to use. Default: an embedded "
+                                              "Tansu broker started afresh for each probe.")
+@client_options
+@lab_options
+@output_options
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Write the search and every probe as JSON to this file.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Write capacity.json and the chart capacity.png here.")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Live progress display of each probe (only shown on a terminal).")
+@friendly_errors
+def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
+             precision: float, repeats: int, max_probes: int, max_lag_ms: float,
+             duration: float, warmup: float, partitions: int, message_size: int, keys: int,
+             seed: int, overrides: tuple[str, ...], mode_configs: tuple[str, ...],
+             linger_ms: int | None, bootstrap_servers: str | None,
+             command_config: Path | None, replication_factor: int | None,
+             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
+             progress: bool, **flags: Any) -> None:
+    """Find the highest rate each mode sustains within --slo.
+
+    A probe sustains its rate when it achieves it within 1%, its generator lag p99 stays
+    under --max-lag-ms, every message is acknowledged, and the SLO holds. Example:
+
+    kbatch capacity --modes partition,broker --slo 'p99<=100ms' --partitions 16
+    """
+    output_from_flags(flags, json_path)
+    shape = lab_shape(flags)
+    slo = parse_slo(slo_text)
+    if start_rate > max_rate:
+        raise UsageError(f"--start-rate {start_rate:g} is above --max-rate {max_rate:g}.")
+    if warmup >= duration:
+        raise UsageError("--warmup must be shorter than --duration (each probe's length).")
+    modes = parse_modes(modes_text, MODES)
+    check_setting_texts([*overrides, *mode_configs])
+    client = client_inputs(command_config, overrides, bootstrap_servers, modes,
+                           replication_factor, topic_configs)
+    mode_runs = [replace(run, settings=finish_settings(run.settings, client)) for run in
+                 parse_mode_configs(modes, client.assignments, mode_configs, linger_ms)]
+    for mode_run in mode_runs:
+        for warning in mode_run.settings.warnings:
+            console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}",
+                          soft_wrap=True)
+    criteria = Criteria(slo.metric, slo.limit_ms, slo.strict, slo.text, max_lag_ms)
+    plan = SearchPlan(start_rate=start_rate, max_rate=max_rate, precision=precision,
+                      repeats=repeats, max_probes=max_probes)
+    stamp = int(time.time() * 1000)
+
+    def workload(mode: str, index: int, rate: float) -> Workload:
+        return Workload(topic=f"kbatch-capacity-{stamp}-{mode}-{index}", partitions=partitions,
+                        rate=rate, duration_s=duration, messages=None,
+                        message_size=message_size, keys=keys, seed=seed, warmup_s=warmup)
+
+    for mode_run in mode_runs:
+        check_fits(workload(mode_run.mode, 0, start_rate), mode_run.settings)
+    runner = Runner()
+    found: dict[str, Capacity] = {}
+    probe_runs: list[dict[str, Any]] = []
+    with StopOnSignal() as stopper, run_targets(client.bootstrap, shape) as (
+            target, on_its_broker), runner.open() as engine_run, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        console.print(f"Searching the highest rate within {slo.text} for "
+                      f"{', '.join(modes)} on {target.description}: probes of "
+                      f"{duration:g} s from {start_rate:,.0f} msg/s.", soft_wrap=True)
+        stopper.stoppable = accepts_stop(engine_run)
+        stop = {"stop": stopper.event} if stopper.stoppable else {}
+        recorder = RunRecorder(on_its_broker(engine_run))
+        for mode_run in mode_runs:
+            mode = mode_run.mode
+            count = 0
+
+            def probe(rate: float, mode: str = mode, settings: Any = mode_run.settings
+                      ) -> dict[str, Any]:
+                nonlocal count
+                count += 1
+                if stopper.signum is not None:
+                    raise UsageError("Interrupted: the capacity search stopped.")
+                label = f"[{mode} {rate:,.0f}/s]"
+                with runner.progress(label, progress) as on_progress:
+                    results = recorder(workload(mode, count, rate), settings, mode,
+                                       target.bootstrap, on_progress, **stop)
+                document = results.to_dict()
+                document["round"] = count
+                probe_runs.append(document)
+                return document
+
+            def on_probe(result: Probe, mode: str = mode) -> None:
+                index = sum(1 for r in probe_runs if r["mode"] == mode)
+                console.print(probe_line(mode, index, result), soft_wrap=True,
+                              highlight=False, markup=False)
+
+            found[mode] = find_capacity(probe, criteria, plan, on_probe)
+            value = found[mode].max_sustainable_msgs_per_s
+            console.print(f"[bold]{mode}[/bold]: "
+                          + ("no rate sustained" if value is None else
+                             f"{value:,.0f} msg/s sustained") + f" ({found[mode].stopped}).",
+                          soft_wrap=True)
+    document = capacity_document(found, criteria, plan, probe_runs)
+    add_facts(document, target.embedded, target.description,
+              implementation=target.implementation, version=target.version)
+    out.print(capacity_table(document))
+    for mode, result in document["capacity"]["modes"].items():
+        value = result[METRIC]
+        out.print(f"{mode}: max_sustainable_msgs_per_s "
+                  f"{'none' if value is None else f'{value:.0f}'}", highlight=False)
+    if json_path is not None:
+        write_json(json_path, document)
+        console.print(f"Results written to {json_path}.")
+    if out_dir is not None:
+        from cli.capacity_chart import capacity_chart
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_json(out_dir / "capacity.json", document)
+        chart = capacity_chart(document, out_dir / "capacity.png")
+        console.print(f"Results written to {out_dir / 'capacity.json'} and {chart}.")
