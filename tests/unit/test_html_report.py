@@ -66,7 +66,7 @@ def test_today_s_interval_rows_give_the_five_panels_in_order() -> None:
     assert panels == ["requests_per_s", "msgs_per_req", "latency", "msgs_per_s", "mb_per_s"]
     latency = next(keys for p, _, _, keys in over_time_panels(
         [Line("p", "partition", rows)]) if p == "latency")
-    assert latency == ["p50_ms", "p99_ms", "max_ms"]
+    assert latency == ["p50_ms", "p99_ms", "mean_ms", "max_ms"]
 
 
 def test_new_interval_keys_become_panels_and_absent_ones_do_not() -> None:
