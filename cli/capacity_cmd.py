@@ -21,6 +21,7 @@ from rich.table import Table
 
 from cli.bounded import FiniteFloat
 from cli.client_opts import client_inputs, client_options, finish_settings
+from cli.dashboard import dashboard_option, dashboard_progress, finish_dashboard, open_dashboard
 from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape
 from cli.output_mode import output_from_flags, output_options
@@ -145,6 +146,7 @@ def capacity_document(results: dict[str, Capacity], criteria: Criteria,
               default=None, help="Write capacity.json and the chart capacity.png here.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Live progress display of each probe (only shown on a terminal).")
+@dashboard_option
 @friendly_errors
 def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
              precision: float, repeats: int, max_probes: int, max_lag_ms: float,
@@ -161,6 +163,7 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
 
     kbatch capacity --modes partition,broker --slo 'p99<=100ms' --partitions 16
     """
+    dashboard_spec = flags.pop("dashboard")
     output_from_flags(flags, json_path)
     shape = lab_shape(flags)
     slo = parse_slo(slo_text)
@@ -190,6 +193,7 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
 
     for mode_run in mode_runs:
         check_fits(workload(mode_run.mode, 0, start_rate), mode_run.settings)
+    open_dashboard(dashboard_spec, "kbatch capacity")
     runner = Runner()
     found: dict[str, Capacity] = {}
     probe_runs: list[dict[str, Any]] = []
@@ -213,6 +217,8 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
                 if stopper.signum is not None:
                     raise UsageError("Interrupted: the capacity search stopped.")
                 label = f"[{mode} {rate:,.0f}/s]"
+                dashboard_progress(len(probe_runs), plan.max_probes * len(mode_runs), None,
+                                   f"{mode} at {rate:,.0f} msg/s")
                 with runner.progress(label, progress) as on_progress:
                     results = recorder(workload(mode, count, rate), settings, mode,
                                        target.bootstrap, on_progress, **stop)
@@ -250,3 +256,4 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
         write_json(out_dir / "capacity.json", document)
         chart = capacity_chart(document, out_dir / "capacity.png")
         console.print(f"Results written to {out_dir / 'capacity.json'} and {chart}.")
+    finish_dashboard(probe_runs, out_dir)
