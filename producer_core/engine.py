@@ -25,10 +25,11 @@ from producer_core.errors import BrokerError
 from producer_core.gc_quiet import quiet_gc
 from producer_core.generator import Generator
 from producer_core.intervals import IntervalRecorder, engine_live
-from producer_core.linger import LingerPolicy, RequestPlan, make_policy
+from producer_core.linger import LingerPolicy, RequestPlan
 from producer_core.linger.base import LatencyFeedback, PollContext, Reporting, RunStart
 from producer_core.memory import BatchMemory, BlockedGenerator
 from producer_core.metrics import RequestRecord, Results, RunMetrics, Section
+from producer_core.modes import make_policy
 from producer_core.modes import mode as mode_spec
 from producer_core.partitioners import Partitioning
 from producer_core.precise_loop import new_event_loop
@@ -136,8 +137,8 @@ class Engine:
             self.slots.extend(TopicPartition(spec.name, p) for p in range(spec.partitions))
             self.leaders.extend(self.cluster.view.leaders[spec.name])
         self.accumulator = Accumulator(
-            self.slots, self.settings.batch_size, self.settings["compression.type"]
-        )
+            self.slots, mode_spec(self.mode).accumulator_batch_size(self.settings),
+            self.settings["compression.type"])
         self.policy: LingerPolicy = make_policy(
             self.mode, self.accumulator, self.leaders, self.settings, specs
         )

@@ -7,7 +7,7 @@ import pytest
 
 from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import build_settings
-from producer_core.linger import make_policy
+from producer_core.modes import make_policy
 from producer_core.linger.base import (
     Admission,
     LatencyFeedback,

@@ -1,0 +1,1 @@
+"""Reading many runs' results: the run table's columns (more of analysis moves here)."""
