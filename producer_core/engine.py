@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka.errors import KafkaConnectionError
 
 from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import ProducerSettings
@@ -446,7 +446,7 @@ class Engine:
         except BrokerError as exc:  # the broker answered: refused
             self._feed(ProducerIdFailed(str(exc), refused=True))
             return
-        except (KafkaError, OSError, TimeoutError) as exc:  # no answer: the broker is away
+        except Exception as exc:  # noqa: BLE001 - no answer: the core decides what next
             self._feed(ProducerIdFailed(_reason(exc), refused=False))
             return
         self._feed(ProducerIdAssigned(producer_id, epoch))
@@ -474,7 +474,7 @@ class Engine:
                 if broker >= 0:
                     await self.cluster.connection(broker)
                     brokers.add(broker)
-        except (BrokerError, KafkaError, OSError, TimeoutError) as exc:
+        except Exception as exc:  # noqa: BLE001 - the core asks again after a backoff
             self._feed(MetadataFailed(_reason(exc)))
             return
         self._feed(MetadataUpdated(leaders, frozenset(brokers)))
