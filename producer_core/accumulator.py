@@ -172,14 +172,6 @@ def _to_array(typecode: str, values: np.ndarray) -> array:
     return out
 
 
-class _Identity:
-    """`order` of a pass appended in its own order: record i is record i."""
-
-    def __getitem__(self, index: int) -> int:
-        return index
-
-
-_IDENTITY = _Identity()
 _FIRST = (0,)
 
 
@@ -197,10 +189,13 @@ class _RecordPut:
 
     def put(self, builder: DefaultRecordBatchBuilder | RecordBatchWriter, offset: int,
             pos: int, end: int) -> tuple[int, int]:
-        """Records [pos, end) into `builder` until it refuses one: (taken, bytes grown)."""
-        before = builder.size()
+        """Records [pos, end) into `builder` until it refuses one: (taken, their bytes)."""
         append = builder.append
         timestamp_ms, headers = self.timestamp_ms, self.headers
+        if end - pos == 1:  # a record at a time (small passes): no slicing
+            metadata = append(offset, timestamp_ms, self.keys[pos], self.values[pos], headers)
+            return (0, 0) if metadata is None else (1, metadata.size)
+        before = builder.size()
         taken = 0
         for key, value in zip(self.keys[pos:end], self.values[pos:end], strict=True):
             if append(offset + taken, timestamp_ms, key, value, headers) is None:
@@ -425,8 +420,9 @@ class Accumulator:
         ids = message_ids if type(message_ids) is range else list(message_ids)
         events: list[tuple[int, int, int]] = []
         fill = self._fill
+        order = range(count)  # the pass in its own order: record i is record i
         for index, slot in enumerate(slots):
-            fill(slot, index, index + 1, now, False, put, ids, intended, _IDENTITY, events)
+            fill(slot, index, index + 1, now, False, put, ids, intended, order, events)
         self.queued_records += len(values)
         return [(slot, event) for _, slot, event in events]
 
@@ -445,8 +441,12 @@ class Accumulator:
             assert batch.builder is not None
             taken, size = put.put(batch.builder, len(batch.ids), pos, end)
             if taken:
-                batch.ids.extend(ids[pos:pos + taken])
-                batch.intended.extend(intended[pos:pos + taken])
+                if taken == 1:
+                    batch.ids.append(ids[pos])
+                    batch.intended.append(intended[pos])
+                else:
+                    batch.ids.extend(ids[pos:pos + taken])
+                    batch.intended.extend(intended[pos:pos + taken])
                 batch.record_bytes += size
                 self.queued_bytes += size
                 pos += taken
