@@ -51,8 +51,9 @@ from cli.spark_opts import Runner, runner_from_flags, runner_options
 from cli.stopping import StopOnSignal, accepts_stop
 from cli.sweep_cmd import sweep
 from cli.txn_opts import transaction_options
-from producer_core.brokers import BrokerTarget, broker_target
+from producer_core.brokers import BrokerTarget
 from producer_core.brokers.per_run import run_targets
+from producer_core.brokers.target import broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
 from producer_core.errors import UsageError

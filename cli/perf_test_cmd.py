@@ -38,7 +38,7 @@ from cli.render import console
 from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.stopping import StopOnSignal, accepts_stop
 from cli.txn_opts import transaction_options
-from producer_core.brokers import broker_target
+from producer_core.brokers.target import broker_target
 from producer_core.config import MODES, build_settings
 from producer_core.errors import UsageError
 from producer_core.payload import PayloadSpec, file_value_sizes

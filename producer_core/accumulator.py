@@ -14,8 +14,10 @@ from __future__ import annotations
 import struct
 from array import array
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
@@ -170,16 +172,89 @@ def _to_array(typecode: str, values: np.ndarray) -> array:
     return out
 
 
-def _add_segment(batch: ProducerBatch, ids: array, intended: array, begin: int, end: int,
-                 before: int) -> int:
-    """Give `batch` the ids and intended times of sorted records [begin, end) it took,
-    and its record bytes (what its builder grew by since `before`); returns those bytes."""
-    batch.ids.extend(ids[begin:end])
-    batch.intended.extend(intended[begin:end])
-    assert batch.builder is not None
-    grown = batch.builder.size() - before
-    batch.record_bytes += grown
-    return grown
+_FIRST = (0,)
+
+
+class _RecordPut:
+    """Appends records one by one through the builder (any key, value, headers)."""
+
+    __slots__ = ("keys", "values", "timestamp_ms", "headers")
+
+    def __init__(self, keys: Sequence[bytes | None], values: Sequence[bytes],
+                 timestamp_ms: int, headers: Any) -> None:
+        self.keys = keys
+        self.values = values
+        self.timestamp_ms = timestamp_ms
+        self.headers = headers
+
+    def put(self, builder: DefaultRecordBatchBuilder | RecordBatchWriter, offset: int,
+            pos: int, end: int) -> tuple[int, int]:
+        """Records [pos, end) into `builder` until it refuses one: (taken, their bytes)."""
+        append = builder.append
+        timestamp_ms, headers = self.timestamp_ms, self.headers
+        if end - pos == 1:  # a record at a time (small passes): no slicing
+            metadata = append(offset, timestamp_ms, self.keys[pos], self.values[pos], headers)
+            return (0, 0) if metadata is None else (1, metadata.size)
+        before = builder.size()
+        taken = 0
+        for key, value in zip(self.keys[pos:end], self.values[pos:end], strict=True):
+            if append(offset + taken, timestamp_ms, key, value, headers) is None:
+                break
+            taken += 1
+        return taken, builder.size() - before
+
+
+class _FramedPut:
+    """Keyless, headerless records of one size: into a `RecordBatchWriter` they are framed
+    from a table (`RecordBatchWriter.plan`) and, once the pass is placed, joined with the
+    others in one `b"".join` and shared out to the writers (`share_out`); a batch with a C
+    builder (left by smaller passes) takes them record by record until it fills."""
+
+    __slots__ = ("values", "timestamp_ms", "value_size", "framed", "bodies", "shares",
+                 "one_by_one")
+
+    def __init__(self, values: Sequence[bytes], timestamp_ms: int, value_size: int) -> None:
+        self.values = values
+        self.timestamp_ms = timestamp_ms
+        self.value_size = value_size
+        self.framed: list[bytes] = []
+        """Per record going to a writer, in order: its prefix (length ... value length)."""
+        self.bodies: list[bytes] | None = None
+        """... and its value: `values` itself unless some records went to a C builder."""
+        self.shares: list[tuple[RecordBatchWriter, int]] = []
+        """(writer, bytes) in the same order: who gets which stretch of the joined bytes."""
+        self.one_by_one = _RecordPut((None,) * len(values), values, timestamp_ms, NO_HEADERS)
+
+    def put(self, builder: DefaultRecordBatchBuilder | RecordBatchWriter, offset: int,
+            pos: int, end: int) -> tuple[int, int]:
+        if type(builder) is RecordBatchWriter:
+            taken, prefixes, size = builder.plan(self.timestamp_ms, end - pos, self.value_size)
+            if taken:
+                self.framed += prefixes
+                if self.bodies is not None:
+                    self.bodies += self.values[pos:pos + taken]
+                self.shares.append((builder, size))
+            return taken, size
+        if self.bodies is None:  # the values framed so far: all of those before
+            self.bodies = list(self.values[:pos])
+        return self.one_by_one.put(builder, offset, pos, end)
+
+    def share_out(self) -> None:
+        """Join every framed record of the pass and give each writer its stretch."""
+        if not self.framed:
+            return
+        count = len(self.framed)
+        parts: list[bytes] = [b""] * (3 * count)
+        parts[0::3] = self.framed
+        parts[1::3] = self.values if self.bodies is None else self.bodies
+        parts[2::3] = (NO_HEADERS_FIELD,) * count
+        joined = b"".join(parts)
+        if len(joined) != sum(size for _, size in self.shares):
+            raise ValueError(f"append_many: a value is not {self.value_size} bytes long")
+        start = 0
+        for writer, size in self.shares:
+            writer.chunks.append(joined[start:start + size])
+            start += size
 
 
 class Accumulator:
@@ -237,22 +312,12 @@ class Accumulator:
         timestamp_ms: int,
     ) -> int:
         """Add one record; returns APPENDED, BECAME_NONEMPTY or BATCH_FILLED."""
-        batch, was_empty = self._open_batch(slot, now)
-        result = BECAME_NONEMPTY if was_empty else APPENDED
-        builder = batch.builder
-        metadata = builder.append(len(batch.ids), timestamp_ms, key, value, NO_HEADERS)
-        if metadata is None:
-            batch.closed = True
-            batch = self._new_batch(slot, now)
-            builder = batch.builder
-            metadata = builder.append(0, timestamp_ms, key, value, NO_HEADERS)
-            result = BATCH_FILLED
-        batch.ids.append(message_id)
-        batch.intended.append(intended)
-        batch.record_bytes += metadata.size
-        self.queued_bytes += metadata.size
+        events: list[tuple[int, int, int]] = []
+        self._fill(slot, 0, 1, now, False, _RecordPut(
+            (key,), (value,), timestamp_ms, NO_HEADERS), (message_id,), (intended,), _FIRST,
+            events)
         self.queued_records += 1
-        return result
+        return events[-1][2] if events else APPENDED
 
     def append_many(
         self,
@@ -266,19 +331,21 @@ class Accumulator:
         headers: list[tuple[str, bytes | None]] = NO_HEADERS,
         value_size: int | None = None,
     ) -> list[tuple[int, int]]:
-        """`append` for a whole generator pass: the same batches, bytes, ids, intended
-        times, accounting and events as appending record by record (`append_each`).
+        """Append a whole generator pass: the same batches, bytes, ids, intended times,
+        accounting and events as appending record by record (`append_each`).
 
         `value_size`: every value has this many bytes (a fixed-size payload: the caller
-        knows). Keyless and headerless, such a pass goes to `_append_framed`. `intended`
-        may be a float64 array (saves the generator a list and this a conversion).
+        knows). Keyless and headerless, such a pass is framed from a table
+        (`_FramedPut`). `intended` may be a float64 array (saves the generator a list and
+        this a conversion).
 
-        The hottest code in kbatch. A pass is grouped by slot (slots are independent, so
-        each slot's records keep their order and batch boundaries): per record, only the C
-        builder's `append` and its refusal check remain; the queue, the open batch, the
-        offset, the ids, the intended times and the record bytes (what the builder grew
-        by) are dealt with once per slot and batch. Returns the (slot, event) pairs whose
-        event is not APPENDED, in record order, for the policy.
+        The hottest code in kbatch. A large pass is grouped by slot (slots are independent,
+        so each slot's records keep their order and batch boundaries): per record, only
+        the builder's `append` and its refusal check remain; the queue, the open batch, the
+        ids, the intended times and the record bytes are dealt with once per slot and batch
+        (`_fill`, the one place batches are opened, filled, closed and accounted). A small
+        pass goes record by record through the same `_fill`. Returns the (slot, event)
+        pairs whose event is not APPENDED, in record order, for the policy.
         """
         count = len(values)
         if (count < BULK_MIN_RECORDS or count < BULK_MIN_PER_SLOT * len(self.slots)
@@ -301,138 +368,29 @@ class Accumulator:
         else:
             grouping = _Grouping(slots)
         order = grouping.order
-        starts, ends, group_slots = grouping.starts, grouping.ends, grouping.group_slots
-        order_list = grouping.order_list
         pick = grouping.pick
         values_sorted = pick(values)
-        keys_sorted = pick(keys) if keys is not None else None
         ids_sorted = _to_array("q", np.arange(message_ids.start, message_ids.stop,
                                               message_ids.step, dtype=np.int64)[order])
         intended_sorted = _to_array("d", np.asarray(intended, dtype=np.float64)[order])
-        if value_size is not None and keys is None and not headers:
-            return self._append_framed(group_slots, starts, ends, order_list, values_sorted,
-                                       ids_sorted, intended_sorted, now, timestamp_ms,
-                                       value_size)
-        open_batch = self._open_batch
-        events: list[tuple[int, int, int]] = []
-        record_bytes = 0
-        for slot, begin, end in zip(group_slots, starts, ends, strict=True):
-            batch, was_empty = open_batch(slot, now)
-            if was_empty:
-                events.append((order_list[begin], slot, BECAME_NONEMPTY))
-            builder = batch.builder
-            offset = len(batch.ids)
-            before = builder.size()
-            segment = pos = begin
-            while True:
-                append = builder.append
-                first = offset
-                if keys_sorted is None:
-                    for value in values_sorted[pos:end]:
-                        if append(offset, timestamp_ms, None, value, headers) is None:
-                            break
-                        offset += 1
-                    else:
-                        break
-                else:
-                    for key, value in zip(keys_sorted[pos:end], values_sorted[pos:end],
-                                          strict=True):
-                        if append(offset, timestamp_ms, key, value, headers) is None:
-                            break
-                        offset += 1
-                    else:
-                        break
-                # the builder refused a record: the batch is full, the record starts a new one
-                pos += offset - first
-                record_bytes += _add_segment(batch, ids_sorted, intended_sorted, segment, pos,
-                                             before)
-                batch.closed = True
-                batch = self._new_batch(slot, now)
-                events.append((order_list[pos], slot, BATCH_FILLED))
-                builder = batch.builder
-                offset = 0
-                before = builder.size()
-                segment = pos
-            record_bytes += _add_segment(batch, ids_sorted, intended_sorted, segment, end,
-                                         before)
-        self.queued_bytes += record_bytes
-        self.queued_records += count
-        events.sort()
-        return [(slot, event) for _, slot, event in events]
-
-    def _append_framed(self, group_slots: list[int], starts: list[int], ends: list[int],
-                       order: list[int], values: tuple[bytes, ...], ids: array,
-                       intended: array, now: float, timestamp_ms: int, value_size: int
-                       ) -> list[tuple[int, int]]:
-        """`append_many` for keyless, headerless records of `value_size` bytes, sorted by
-        slot (groups [starts[g], ends[g]) of slot group_slots[g]): new batches are
-        `RecordBatchWriter`s, and every record of the pass that goes to one is framed
-        from a table (`RecordBatchWriter.plan`) and joined with the others in one
-        `b"".join`, the joined bytes then shared out to the writers. A group whose open
-        batch has a C builder (left by smaller passes) goes into it record by record
-        until it fills."""
-        open_batch = self._open_batch
-        events: list[tuple[int, int, int]] = []
-        record_bytes = 0
-        framed: list[bytes] = []
-        """Per record going to a writer, in order: its prefix (length ... value length)."""
-        bodies: list[bytes] | None = None
-        """... and its value: `values` itself unless some records went to a C builder."""
-        shares: list[tuple[RecordBatchWriter, int]] = []
-        """(writer, bytes) in the same order: who gets which stretch of the joined bytes."""
-        for slot, begin, end in zip(group_slots, starts, ends, strict=True):
-            batch, was_empty = open_batch(slot, now, True)
-            if was_empty:
-                events.append((order[begin], slot, BECAME_NONEMPTY))
-            pos = begin
-            while True:
-                builder = batch.builder
-                taken = 0
-                if type(builder) is RecordBatchWriter:
-                    taken, prefixes, size = builder.plan(timestamp_ms, end - pos, value_size)
-                    if taken:
-                        framed += prefixes
-                        if bodies is not None:
-                            bodies += values[pos:pos + taken]
-                        shares.append((builder, size))
-                else:  # aiokafka's C builder, opened by an earlier small pass
-                    assert builder is not None
-                    if bodies is None:  # the values framed so far: all of those before
-                        bodies = list(values[:pos])
-                    offset = len(batch.ids)
-                    before = builder.size()
-                    for value in values[pos:end]:
-                        if builder.append(offset + taken, timestamp_ms, None, value,
-                                          NO_HEADERS) is None:
-                            break
-                        taken += 1
-                    size = builder.size() - before
-                batch.ids.extend(ids[pos:pos + taken])
-                batch.intended.extend(intended[pos:pos + taken])
-                batch.record_bytes += size
-                record_bytes += size
-                pos += taken
-                if pos == end:
-                    break
-                # the batch is full: the next record starts a new one
-                batch.closed = True
-                batch = self._new_batch(slot, now, True)
-                events.append((order[pos], slot, BATCH_FILLED))
+        framed = value_size is not None and keys is None and not headers
+        put: _RecordPut | _FramedPut
         if framed:
-            count = len(framed)
-            parts: list[bytes] = [b""] * (3 * count)
-            parts[0::3] = framed
-            parts[1::3] = values if bodies is None else bodies
-            parts[2::3] = (NO_HEADERS_FIELD,) * count
-            joined = b"".join(parts)
-            if len(joined) != sum(size for _, size in shares):
-                raise ValueError(f"append_many: a value is not {value_size} bytes long")
-            start = 0
-            for writer, size in shares:
-                writer.chunks.append(joined[start:start + size])
-                start += size
-        self.queued_bytes += record_bytes
-        self.queued_records += len(values)
+            assert value_size is not None
+            put = _FramedPut(values_sorted, timestamp_ms, value_size)
+        else:
+            keys_sorted = pick(keys) if keys is not None else (None,) * count
+            put = _RecordPut(keys_sorted, values_sorted, timestamp_ms, headers)
+        events: list[tuple[int, int, int]] = []
+        fill = self._fill
+        order_list = grouping.order_list
+        for slot, begin, end in zip(grouping.group_slots, grouping.starts, grouping.ends,
+                                    strict=True):
+            fill(slot, begin, end, now, framed, put, ids_sorted, intended_sorted, order_list,
+                 events)
+        if framed:
+            put.share_out()  # type: ignore[union-attr]
+        self.queued_records += count
         events.sort()
         return [(slot, event) for _, slot, event in events]
 
@@ -447,37 +405,59 @@ class Accumulator:
         timestamp_ms: int,
         headers: list[tuple[str, bytes | None]] = NO_HEADERS,
     ) -> list[tuple[int, int]]:
-        """`append` for a whole generator pass, one record at a time: what `append_many`
-        does for small passes, and the reference its grouped path must match byte for byte.
+        """A pass one record at a time, in order: what `append_many` does for small
+        passes, and the reference its grouped path must match byte for byte.
 
         Returns the (slot, event) pairs whose event is not APPENDED, in order.
         """
-        open_batch = self._open_batch
-        events: list[tuple[int, int]] = []
-        record_bytes = 0
-        key_iter = keys if keys is not None else [None] * len(values)
-        for slot, message_id, key, value, when in zip(
-            slots, message_ids, key_iter, values, intended, strict=True
-        ):
-            batch, was_empty = open_batch(slot, now)
-            if was_empty:
-                events.append((slot, BECAME_NONEMPTY))
-            ids = batch.ids
-            metadata = batch.builder.append(len(ids), timestamp_ms, key, value, headers)
-            if metadata is None:
-                batch.closed = True
-                batch = self._new_batch(slot, now)
-                ids = batch.ids
-                metadata = batch.builder.append(0, timestamp_ms, key, value, headers)
-                events.append((slot, BATCH_FILLED))
-            ids.append(message_id)
-            batch.intended.append(when)
-            size = metadata.size
-            batch.record_bytes += size
-            record_bytes += size
-        self.queued_bytes += record_bytes
+        count = len(slots)
+        if len(values) != count or len(intended) != count or len(message_ids) != count or (
+                keys is not None and len(keys) != count):
+            raise ValueError("append_each: slots, ids, keys, values and intended differ in "
+                             "length")
+        put = _RecordPut(keys if keys is not None else (None,) * count, values,
+                         timestamp_ms, headers)
+        ids = message_ids if type(message_ids) is range else list(message_ids)
+        events: list[tuple[int, int, int]] = []
+        fill = self._fill
+        order = range(count)  # the pass in its own order: record i is record i
+        for index, slot in enumerate(slots):
+            fill(slot, index, index + 1, now, False, put, ids, intended, order, events)
         self.queued_records += len(values)
-        return events
+        return [(slot, event) for _, slot, event in events]
+
+    def _fill(self, slot: int, begin: int, end: int, now: float, framed: bool,
+              put: _RecordPut | _FramedPut, ids: Any, intended: Any, order: Any,
+              events: list[tuple[int, int, int]]) -> None:
+        """Append records [begin, end) of a pass to `slot`: into its open batch until the
+        builder refuses one (the batch is full), then into a new batch, and so on. The one
+        place batches are opened, filled, closed and accounted; `put` appends records to
+        a builder. `order[i]`: record i's index in the pass (events are sorted by it)."""
+        batch, was_empty = self._open_batch(slot, now, framed)
+        if was_empty:
+            events.append((order[begin], slot, BECAME_NONEMPTY))
+        pos = begin
+        while True:
+            assert batch.builder is not None
+            taken, size = put.put(batch.builder, len(batch.ids), pos, end)
+            if taken:
+                if taken == 1:
+                    batch.ids.append(ids[pos])
+                    batch.intended.append(intended[pos])
+                else:
+                    batch.ids.extend(ids[pos:pos + taken])
+                    batch.intended.extend(intended[pos:pos + taken])
+                batch.record_bytes += size
+                self.queued_bytes += size
+                pos += taken
+            elif not batch.ids:
+                raise ValueError("a record does not fit an empty batch")
+            if pos == end:
+                return
+            # the batch is full: the next record starts a new one
+            batch.closed = True
+            batch = self._new_batch(slot, now, framed)
+            events.append((order[pos], slot, BATCH_FILLED))
 
     def has_data(self, slot: int) -> bool:
         return bool(self.queues[slot])

@@ -32,36 +32,16 @@ from functools import reduce
 from pathlib import Path
 from typing import Any
 
+from producer_core.analysis.columns import METADATA_COLUMNS
 from producer_core.errors import UsageError
 from producer_core.modes import keeps_request_log
 from producer_core.results_io import RESULTS_FILE, ResultsError, load_results, run_group
+from producer_core.where import parse_where, to_spark
 
 DEFAULT_GROUP_BY = ("run", "mode", "broker")
 DEFAULT_ACCURACY = 10_000
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99), ("p999", 0.999))
 
-METADATA_COLUMNS: dict[str, str] = {
-    "run": "string",             # <results dir>/<mode>-<round>
-    "results": "string",         # path of the results JSON
-    "mode": "string",
-    "round": "int",
-    "kind": "string",            # run | comparison
-    "started_at": "timestamp",
-    "date": "date",
-    "kbatch_version": "string",
-    "broker": "string",          # the run's broker, without an embedded broker's port
-    "broker_implementation": "string",  # tansu | kafka | external
-    "broker_version": "string",
-    "bootstrap_servers": "string",
-    "hostname": "string",
-    "runner": "string",          # local | spark
-    "workers": "int",
-    "topic_partitions": "int",   # partitions of the workload's topics (all topics)
-    "target_msgs_per_s": "double",
-    "duration_s": "double",
-    "settings": "map<string,string>",
-    "requests_path": "string",
-}
 REQUEST_COLUMNS = ("node", "reason", "attempt")
 """Request log columns a group may also split by (`node`: the broker's node id)."""
 GROUPABLE = tuple(c for c in METADATA_COLUMNS if c not in ("settings", "requests_path")) + (
@@ -257,8 +237,6 @@ def analyze(spark: Any, entries: Sequence[RunEntry], out_dir: Path,
         raise UsageError("None of the inputs has a run with a request log to analyze.")
     meta = spark.createDataFrame([e.row for e in entries], _schema())
     if where is not None:
-        from producer_core.where import parse_where, to_spark
-
         meta = meta.filter(to_spark(parse_where(where)))
     meta = meta.cache()
     if where is not None:

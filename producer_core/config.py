@@ -2,14 +2,14 @@
 
 One table (`SETTINGS`) describes every setting: its type, default, allowed range and a
 one-line meaning. Parsing, validation, `--help` text and the results JSON all read it, so
-a setting is declared once.
+a setting is declared once: the shared ones here, each mode's own in its module
+(`producer_core.modes`), which also holds the mode's checks.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
 from producer_core.client_properties import (
@@ -22,67 +22,27 @@ from producer_core.client_properties import (
 )
 from producer_core.errors import ConfigError
 from producer_core.modes import (  # declared there; MODES and COLLECTOR_MODES importable here
-    COLLECTOR_MODES,
+    COLLECTOR_MODES,  # noqa: F401 - re-exported
     MODES,
     PASSTHROUGH_MODES,
+    mode_settings,
 )
 from producer_core.modes import mode as mode_spec
-from producer_core.partitioners import PARTITIONERS
-from producer_core.security import PLAINTEXT, SECURITY_KEYS, SecurityConfig, build_security, redact
-from producer_core.topic_creation import DEFAULT_CREATION, TopicCreation
-
-LIBRDKAFKA_NAMES = {
-    "linger.ms": "linger.ms",
-    "batch.size": "batch.size",
-    "batch.num.messages": "batch.num.messages",
-    "acks": "acks",
-    "max.in.flight.requests.per.connection": "max.in.flight.requests.per.connection",
-    "compression.type": "compression.type",
-    "max.request.size": "message.max.bytes",
-    "request.timeout.ms": "request.timeout.ms",
-    "delivery.timeout.ms": "delivery.timeout.ms",
-    "retries": "retries",
-    "enable.idempotence": "enable.idempotence",
-    "retry.backoff.ms": "retry.backoff.ms",
-    "client.id": "client.id",
-    "buffer.memory": "queue.buffering.max.kbytes",
-}
-"""kbatch setting -> the librdkafka property that means the same thing (mode librdkafka).
-`buffer.memory` is converted to kilobytes. `max.block.ms` is not passed on: it bounds how
-long kbatch's generator waits on a full librdkafka queue. Any other kbatch setting is refused;
-a name kbatch does not know is a librdkafka property and is passed on as given."""
-
-LIBRDKAFKA_OWN = frozenset({"max.block.ms", "partitioner", "sticky.partitioning.linger.ms"})
-
-BRUCE_IGNORED = (
-    "{key} is ignored in mode bruce: batches complete on Bruce's per-topic or combined "
-    "thresholds (bruce.combined.*, bruce.topic.<name>.*), and a partition's record batch "
-    "grows up to max.request.size"
+from producer_core.modes.bruce_topics import (  # mode bruce's per-topic settings
+    BRUCE_TOPIC_PREFIX,
+    BRUCE_TOPIC_SETTINGS,
 )
+from producer_core.modes.bruce_topics import bruce_topic_spec as _bruce_topic_spec
+from producer_core.modes.librdkafka import LIBRDKAFKA_RESERVED
+from producer_core.modes.spec import SettingSpec
+from producer_core.modes.spec import setting as _spec
+from producer_core.partitioners import PARTITIONERS
+from producer_core.security import SECURITY_KEYS, build_security
+from producer_core.settings import ACKS_VALUES, ProducerSettings  # noqa: F401 - re-exported
 
-ACKS_VALUES = {"0": 0, "1": 1, "all": -1, "-1": -1}
 MAX_RETRIES = 2147483647
 IDEMPOTENT_MAX_IN_FLIGHT = 5
 """Brokers keep the last 5 batches per producer and partition for de-duplication."""
-
-
-@dataclass(frozen=True)
-class SettingSpec:
-    """How one setting is typed, bounded and explained."""
-
-    name: str
-    default: Any
-    kind: str  # "int" | "float" | "acks" | "choice" | "str"
-    help: str
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[str, ...] = ()
-    modes: tuple[str, ...] = ()  # modes it applies to; empty means all
-
-
-def _spec(*args: Any, **kwargs: Any) -> tuple[str, SettingSpec]:
-    spec = SettingSpec(*args, **kwargs)
-    return spec.name, spec
 
 
 SETTINGS: dict[str, SettingSpec] = dict(
@@ -132,9 +92,6 @@ SETTINGS: dict[str, SettingSpec] = dict(
               "BufferPool); when full the generator waits up to max.block.ms", 1024, 1 << 40),
         _spec("max.block.ms", 60000, "int", "how long the generator waits for buffer.memory "
               "per message; then the message fails with reason max.block.ms", 0, 86_400_000),
-        _spec("batch.num.messages", 10000, "int", "mode librdkafka only: messages per "
-              "partition batch at most (librdkafka's own setting)", 1, 1_000_000,
-              modes=("librdkafka",)),
         _spec("compression.type", "none", "choice", "record batch compression",
               choices=("none", "gzip", "snappy", "lz4", "zstd")),
         _spec("client.id", "kbatch", "str", "client id sent in every request header"),
@@ -151,174 +108,10 @@ SETTINGS: dict[str, SettingSpec] = dict(
         _spec("sticky.partitioning.linger.ms", 10, "int", "librdkafka partitioner names: how "
               "long keyless messages stick to one random partition (0: random each)",
               0, 900_000),
-        _spec("broker.linger.ms", 5, "int", "broker-level linger: how long a broker's batch "
-              "collector gathers partitions, timed from the first partition it collects",
-              0, 900_000, modes=("broker",)),
-        _spec("broker.batch.max.partitions", -1, "int", "send a broker's collection early "
-              "once this many partitions are collected (-1: off)", -1, 1_000_000,
-              modes=COLLECTOR_MODES),
-        _spec("broker.batch.max.bytes", -1, "int", "send a broker's collection early once "
-              "its partitions hold this many record bytes (-1: off; in mode adaptive, a "
-              "collection that fills one max.request.size request is that request)",
-              -1, 1 << 40,
-              modes=COLLECTOR_MODES),
-        _spec("adaptive.linger.max.ms", -1, "int", "mode adaptive: longest a broker's "
-              "collection waits for its queued flush before it is sent anyway (-1: no cap, "
-              "KIP-1224's append.linger.ms=-1)", -1, 900_000, modes=("adaptive",)),
-        _spec("aimd.linger.min.ms", 1, "int", "mode aimd: smallest collection window a "
-              "broker's controller may choose", 0, 900_000, modes=("aimd",)),
-        _spec("aimd.linger.max.ms", 100, "int", "mode aimd: largest collection window a "
-              "broker's controller may choose", 0, 900_000, modes=("aimd",)),
-        _spec("aimd.linger.initial.ms", 5, "int", "mode aimd: the window every broker "
-              "starts with (kept within aimd.linger.min.ms..aimd.linger.max.ms)", 0, 900_000,
-              modes=("aimd",)),
-        _spec("aimd.linger.step.ms", 1, "int", "mode aimd: additive increase, ms added to "
-              "the window per healthy response (per p99 check with aimd.target.p99.ms)",
-              1, 900_000, modes=("aimd",)),
-        _spec("aimd.decrease.factor", 0.5, "float", "mode aimd: multiplicative decrease, "
-              "the window is multiplied by this on backpressure (a retry, throttling, every "
-              "request slot busy, or the round trip above aimd.rtt.decrease.ratio)",
-              0.01, 0.99, modes=("aimd",)),
-        _spec("aimd.rtt.increase.ratio", 1.1, "float", "mode aimd: healthy while the round "
-              "trip's moving average (weight 1/8) is below this times the smallest round "
-              "trip seen; then the window grows by aimd.linger.step.ms", 1.0, 100.0,
-              modes=("aimd",)),
-        _spec("aimd.rtt.decrease.ratio", 1.5, "float", "mode aimd: backpressure once the "
-              "round trip's moving average is above this times the smallest seen; then the "
-              "window shrinks by aimd.decrease.factor", 1.0, 100.0, modes=("aimd",)),
-        _spec("aimd.target.p99.ms", -1, "int", "mode aimd: steer each broker's window to "
-              "the largest whose recent p99 latency stays under this, instead of the round "
-              "trip ratios (-1: off)", -1, 3_600_000, modes=("aimd",)),
-        _spec("aimd.target.interval.ms", 250, "int", "mode aimd with aimd.target.p99.ms: "
-              "how often the recent p99 is checked (each check needs at least 100 "
-              "acknowledged messages taken after the last change settled)", 1, 600_000,
-              modes=("aimd",)),
-        _spec("bruce.combined.max.delay.ms", 10, "int", "mode bruce: a combined (mixed-topic) "
-              "batch completes once its oldest message is this old (-1: off)", -1, 900_000,
-              modes=("bruce",)),
-        _spec("bruce.combined.max.bytes", 262144, "int", "mode bruce: a combined batch "
-              "completes once it holds this many record bytes (-1: off)", -1, 1 << 40,
-              modes=("bruce",)),
-        _spec("bruce.combined.max.messages", -1, "int", "mode bruce: a combined batch "
-              "completes once it holds this many messages (-1: off)", -1, 1 << 40,
-              modes=("bruce",)),
     ]
 )
-
-BRUCE_TOPIC_PREFIX = "bruce.topic."
-BRUCE_TOPIC_SETTINGS: dict[str, SettingSpec] = dict(
-    [
-        _spec("max.delay.ms", -1, "int", "the topic's batch completes once its oldest message "
-              "is this old (0: at once; -1: off)", -1, 900_000, modes=("bruce",)),
-        _spec("max.bytes", -1, "int", "the topic's batch completes once it holds this many "
-              "record bytes (-1: off)", -1, 1 << 40, modes=("bruce",)),
-        _spec("max.messages", -1, "int", "the topic's batch completes once it holds this many "
-              "messages (-1: off)", -1, 1 << 40, modes=("bruce",)),
-        _spec("rate.limit.interval.ms", 1000, "int", "rate limit window of the topic",
-              1, 86_400_000, modes=("bruce",)),
-        _spec("rate.limit.max.messages", 0, "int", "messages of the topic admitted per rate "
-              "limit window; the excess is discarded", 0, 1 << 40, modes=("bruce",)),
-    ]
-)
-"""Mode bruce's per-topic settings: `-X bruce.topic.<name>.<suffix>=N`. They override the
-workload file's `batching` and `rate_limit`; a topic with all thresholds off (-1) joins the
-combined batch. Topic names are checked against the workload when the run starts."""
-
-
-def bruce_topic_key(key: str) -> tuple[str, str] | None:
-    """`bruce.topic.<name>.<suffix>` -> (name, suffix); None if `key` is not of that form
-    (names may contain dots, so the suffix is matched at the end, longest first)."""
-    if not key.startswith(BRUCE_TOPIC_PREFIX):
-        return None
-    rest = key[len(BRUCE_TOPIC_PREFIX):]
-    for suffix in sorted(BRUCE_TOPIC_SETTINGS, key=len, reverse=True):
-        if rest.endswith("." + suffix) and len(rest) > len(suffix) + 1:
-            return rest[: -len(suffix) - 1], suffix
-    return None
-
-
-@dataclass(frozen=True)
-class ProducerSettings:
-    """Validated settings; `explicit` records which keys the user set (for warnings).
-
-    `warnings` are for the user (for example a deprecated setting that is ignored).
-    """
-
-    values: Mapping[str, Any]
-    explicit: frozenset[str] = frozenset()
-    warnings: tuple[str, ...] = ()
-    security: SecurityConfig = PLAINTEXT
-    """TLS and SASL, from the security.* / sasl.* / ssl.* properties (`producer_core.security`)."""
-    client_properties: tuple[tuple[str, str], ...] = ()
-    """Those properties as the user gave them (shown redacted in results)."""
-    librdkafka_properties: tuple[tuple[str, str], ...] = ()
-    """Mode librdkafka: properties kbatch does not know, passed to librdkafka as given."""
-    foreign_properties: tuple[tuple[str, str], ...] = ()
-    """Properties of the Java client or librdkafka kbatch does not apply
-    (`producer_core.client_properties`): kept for the real clients that read them."""
-    topic_creation: TopicCreation = DEFAULT_CREATION
-
-    def __getitem__(self, key: str) -> Any:
-        return self.values[key]
-
-    @property
-    def linger_s(self) -> float:
-        return self.values["linger.ms"] / 1000.0
-
-    @property
-    def batch_size(self) -> int:
-        return self.values["batch.size"]
-
-    @property
-    def acks(self) -> int:
-        return ACKS_VALUES[self.values["acks"]]
-
-    @property
-    def max_in_flight(self) -> int:
-        return self.values["max.in.flight.requests.per.connection"]
-
-    @property
-    def transactional_id(self) -> str | None:
-        return self.values["transactional.id"] or None
-
-    @property
-    def idempotent(self) -> bool:
-        return self.values["enable.idempotence"] == "true"
-
-    @property
-    def request_timeout_s(self) -> float:
-        return self.values["request.timeout.ms"] / 1000.0
-
-    @property
-    def delivery_timeout_s(self) -> float:
-        return self.values["delivery.timeout.ms"] / 1000.0
-
-    @property
-    def max_request_size(self) -> int:
-        return self.values["max.request.size"]
-
-    @property
-    def max_partitions_per_request(self) -> int | None:
-        cap = self.values["produce.request.max.partitions"]
-        return None if cap in (-1, 0) else cap
-
-    def as_dict(self) -> dict[str, Any]:
-        """The settings for results and reports: secrets redacted."""
-        return {**self.values, **redact(dict(self.client_properties)),
-                **redact(dict(self.librdkafka_properties)), **self.topic_creation.as_dict()}
-
-    def with_topic_suffix(self, suffix: str) -> ProducerSettings:
-        """The same settings for a workload whose topic names got `suffix` (compare-modes):
-        per-topic keys (`bruce.topic.<name>.*`) follow their topic."""
-        def rename(key: str) -> str:
-            parsed = bruce_topic_key(key)
-            if parsed is None:
-                return key
-            return f"{BRUCE_TOPIC_PREFIX}{parsed[0]}{suffix}.{parsed[1]}"
-
-        return replace(self, values={rename(k): v for k, v in self.values.items()},
-                       explicit=frozenset(rename(k) for k in self.explicit))
-
+"""The settings every mode shares (some read by a few modes only: `modes`)."""
+SETTINGS.update(mode_settings())  # each mode's own, declared in its module (modes/)
 
 def parse_assignment(text: str) -> tuple[str, str]:
     """Split one `key=value` string; the CLI's `-X` passes each occurrence here."""
@@ -380,7 +173,8 @@ def build_settings(
 ) -> ProducerSettings:
     """Validate user-given settings against `SETTINGS` and fill in defaults.
 
-    Unknown keys are refused with the list of known ones, so a typo never passes silently.
+    Unknown keys are refused with the closest known name, so a typo never passes silently;
+    names of the Java client or librdkafka are accepted and listed once as not used.
     """
     if mode not in MODES:
         raise ConfigError(f"Unknown mode {mode!r}. Allowed modes: {', '.join(MODES)}.")
@@ -422,24 +216,11 @@ def build_settings(
     if (not any(k.startswith("bruce.") for k in spec_of_mode.reads)
             and any(k.startswith("bruce.") for k in explicit)):
         warnings.append(f"the bruce.* settings apply to mode bruce only; ignored in mode {mode}")
-    if values["aimd.linger.min.ms"] > values["aimd.linger.max.ms"]:
-        raise ConfigError(
-            f"aimd.linger.min.ms={values['aimd.linger.min.ms']} is larger than "
-            f"aimd.linger.max.ms={values['aimd.linger.max.ms']}: no window fits between them."
-        )
-    if values["aimd.rtt.increase.ratio"] > values["aimd.rtt.decrease.ratio"]:
-        raise ConfigError(
-            f"aimd.rtt.increase.ratio={values['aimd.rtt.increase.ratio']} is larger than "
-            f"aimd.rtt.decrease.ratio={values['aimd.rtt.decrease.ratio']}: a round trip "
-            "would count as healthy and as backpressure at once."
-        )
     security = build_security(client)
     warnings.extend(security.warnings)
     check = spec_of_mode.load_check()
     if check is not None:  # the mode's own settings (modes.py names the check)
         check(explicit, values, warnings)
-    if spec_of_mode.passthrough:
-        _check_passthrough(explicit, passthrough)
     if foreign:
         warnings.append(foreign_warning(mode, foreign))
     if "batch.num.messages" in explicit and "batch.num.messages" not in spec_of_mode.reads:
@@ -451,10 +232,8 @@ def build_settings(
         librdkafka_properties=tuple(passthrough.items()),
         foreign_properties=tuple(foreign.items()),
     )
-    if spec_of_mode.passthrough and (passthrough or client):
-        from producer_core.librdkafka_engine import check_config
-
-        check_config(settings)
+    if spec_of_mode.check_built is not None:  # e.g. librdkafka judges its configuration
+        spec_of_mode.check_built(settings)
     return settings
 
 
@@ -488,20 +267,6 @@ def foreign_warning(mode: str, foreign: Mapping[str, str]) -> str:
     """The run's one line about accepted properties it does not apply itself."""
     passed = java_producer_passthrough(foreign.items()) if mode == "kafka-java" else {}
     return not_used_warning(mode, set(foreign) - set(passed), passed, "the Java producer")
-
-
-LIBRDKAFKA_RESERVED = frozenset({"bootstrap.servers", "metadata.broker.list",
-                                 "statistics.interval.ms"})
-"""librdkafka properties kbatch sets itself (the cluster, and the statistics its counts
-come from)."""
-
-
-def _check_passthrough(explicit: set[str], passthrough: Mapping[str, str]) -> None:
-    """A librdkafka property may not also be set through kbatch's name for it."""
-    clashes = sorted(f"{key} (set through {kbatch})" for kbatch, key in LIBRDKAFKA_NAMES.items()
-                     if key in passthrough and kbatch in explicit and kbatch != key)
-    if clashes:
-        raise ConfigError(f"Mode librdkafka: {', '.join(clashes)} given twice; set it once.")
 
 
 def _check_transactions(explicit: set[str], values: dict[str, Any], mode: str) -> None:
@@ -542,63 +307,6 @@ def _check_idempotence(explicit: set[str], values: dict[str, Any], warnings: lis
     warnings.append(f"idempotence is off because of {' and '.join(conflicts)} (it needs "
                     f"acks=all and max.in.flight.requests.per.connection <= "
                     f"{IDEMPOTENT_MAX_IN_FLIGHT}); retries may write duplicates")
-
-
-def _bruce_topic_spec(key: str) -> SettingSpec:
-    parsed = bruce_topic_key(key)
-    if parsed is None:
-        raise ConfigError(
-            f"Malformed setting {key!r}: per-topic settings of mode bruce look like "
-            f"{BRUCE_TOPIC_PREFIX}<topic>.<setting>, with <setting> one of "
-            f"{', '.join(BRUCE_TOPIC_SETTINGS)}."
-        )
-    spec = BRUCE_TOPIC_SETTINGS[parsed[1]]
-    return SettingSpec(key, spec.default, spec.kind, spec.help, spec.minimum, spec.maximum,
-                       modes=spec.modes)
-
-
-def check_java(explicit: set[str], values: Mapping[str, Any], warnings: list[str]) -> None:
-    """Mode java: every batch holds batch.size of buffer.memory (Java's BufferPool)."""
-    if values["batch.size"] > values["buffer.memory"]:
-        raise ConfigError(
-            f"batch.size={values['batch.size']} is larger than "
-            f"buffer.memory={values['buffer.memory']}: in mode java every batch holds "
-            "batch.size bytes of buffer.memory, so no batch could ever be allocated. Lower "
-            "batch.size or raise buffer.memory."
-        )
-
-
-def check_bruce(explicit: set[str], values: Mapping[str, Any], warnings: list[str]) -> None:
-    """Mode bruce: the combined batch needs a threshold; linger.ms and batch.size do not
-    apply."""
-    combined = [f"bruce.combined.{k}" for k in ("max.delay.ms", "max.bytes", "max.messages")]
-    if all(values[k] < 0 for k in combined):
-        raise ConfigError(
-            f"Mode bruce needs at least one threshold for the combined batch: "
-            f"{', '.join(combined)} are all off (-1), so its messages would never be sent."
-        )
-    for key in ("linger.ms", "batch.size"):
-        if key in explicit:
-            warnings.append(BRUCE_IGNORED.format(key=key))
-
-
-def check_librdkafka(explicit: set[str], values: Mapping[str, Any],
-                     warnings: list[str]) -> None:
-    """Mode librdkafka: refuse settings librdkafka does not have, rather than silently not
-    applying them."""
-    refused = sorted(k for k in explicit if k not in LIBRDKAFKA_NAMES and k not in LIBRDKAFKA_OWN)
-    if refused:
-        accepted = ", ".join(sorted([*LIBRDKAFKA_NAMES, *LIBRDKAFKA_OWN]))
-        raise ConfigError(
-            f"Mode librdkafka has no equivalent of {', '.join(refused)}: librdkafka has no "
-            "broker-level collector, and puts exactly one partition in every ProduceRequest "
-            f"(librdkafka issue #1700). Settings mode librdkafka accepts: {accepted}."
-        )
-    if "max.request.size" in explicit and values["max.request.size"] > 1_000_000_000:
-        raise ConfigError(
-            f"max.request.size={values['max.request.size']} is above librdkafka's "
-            "message.max.bytes limit of 1000000000."
-        )
 
 
 def settings_help() -> str:

@@ -20,10 +20,10 @@ partitions per request come from the topic's `batchcnt` / `batchsize` statistics
 per-request log (`RunMetrics.requests`) stays empty, and so do the `linger` and `rtt`
 histograms, which are per-request figures.
 
-Settings are passed under librdkafka's names (`config.LIBRDKAFKA_NAMES`): those given
+Settings are passed under librdkafka's names (`modes.librdkafka.LIBRDKAFKA_NAMES`): those given
 explicitly with `-X`, plus `acks` and `client.id` always (so acknowledgement means the
 same in every mode); everything else stays at librdkafka's defaults. Settings librdkafka
-has no equivalent for are refused in `config.build_settings`.
+has no equivalent for are refused by the mode's check (`modes.librdkafka`).
 
 The producer runs in a worker thread (librdkafka's `poll` blocks), started from the
 asyncio world after the topic is created with the engine's own `Cluster`.
@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import math
 import threading
 import time
 from collections import Counter
@@ -44,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from producer_core.config import LIBRDKAFKA_NAMES, ProducerSettings
-from producer_core.errors import BrokerError, ConfigError, UsageError
+from producer_core.config import ProducerSettings
+from producer_core.errors import BrokerError, ConfigError
 from producer_core.generator import ClientBatching, Generator
 from producer_core.intervals import (
     IntervalRecorder,
@@ -56,6 +54,7 @@ from producer_core.intervals import (
 )
 from producer_core.memory import BlockedGenerator
 from producer_core.metrics import ClientCounts, Results, RunMetrics, Section, TopicMetrics
+from producer_core.modes.librdkafka import create_producer, librdkafka_config, shown_config
 from producer_core.partitioners import Partitioning
 from producer_core.run_checks import check_message_fits, run_warnings
 from producer_core.run_types import (
@@ -65,7 +64,7 @@ from producer_core.run_types import (
     Delivery,
     Progress,
 )
-from producer_core.security import redact, scrub
+from producer_core.security import scrub
 from producer_core.transport import ensure_topics
 from producer_core.workload import TopicSpec, Workload
 
@@ -74,8 +73,6 @@ PRODUCER_ID_WAIT_S = 10.0
 """librdkafka statistics interval; the run ends with one more interval after the last ack."""
 QUEUE_FULL_REASON = "max.block.ms (librdkafka queue full)"
 MESSAGE_MAX_BYTES = 1_000_000_000
-ALWAYS_PASSED = ("acks", "client.id", "enable.idempotence")
-"""Passed even at their defaults: kbatch's defaults (Java's) differ from librdkafka's."""
 
 UNKNOWN_ERRORS = frozenset({"_MSG_TIMED_OUT", "_PURGE_INFLIGHT"})
 """Delivery-report errors after which the message may have been written: librdkafka's
@@ -84,68 +81,6 @@ Python binding does not expose the message's persistence status, so a timed-out 
 
 _FATAL_CODES = frozenset({-169, -181})  # _AUTHENTICATION, _SSL
 """librdkafka errors that no retry cures: the run stops with a clear error instead."""
-
-_log = logging.getLogger("kbatch.librdkafka")
-_log.addHandler(logging.NullHandler())
-_log.propagate = False
-
-
-def librdkafka_config(settings: ProducerSettings) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(librdkafka properties, the kbatch settings they came from) for these settings."""
-    config: dict[str, Any] = {}
-    used: dict[str, Any] = {}
-    for key in [*ALWAYS_PASSED, *sorted(settings.explicit)]:
-        name = LIBRDKAFKA_NAMES.get(key)
-        if name is None or key in used:
-            continue
-        value = settings[key]
-        used[key] = value
-        if key == "buffer.memory":
-            value = max(1, math.ceil(value / 1024))
-        config[name] = str(value)
-    if "max.block.ms" in settings.explicit:
-        used["max.block.ms"] = settings["max.block.ms"]
-    if Partitioning.from_settings(settings).librdkafka:  # librdkafka chooses (README)
-        for key in ("partitioner", "sticky.partitioning.linger.ms"):
-            config[key] = str(settings[key])
-            used[key] = settings[key]
-    config.update(settings.librdkafka_properties)
-    config.update(settings.security.librdkafka_properties())
-    used.update(dict(settings.librdkafka_properties))
-    used.update(dict(settings.client_properties))
-    used.update(settings.topic_creation.as_dict())
-    return config, redact(used)
-
-
-def shown_config(config: dict[str, Any]) -> dict[str, Any]:
-    """librdkafka's configuration as results show it: secrets redacted, PEM text elided."""
-    return {k: "(PEM)" if isinstance(v, str) and "-----BEGIN" in v else v
-            for k, v in redact(config).items()}
-
-
-def check_config(settings: ProducerSettings) -> None:
-    """Let librdkafka judge the configuration now (an unknown or malformed property is the
-    user's error, exit 2), rather than after a broker is started."""
-    _create_producer(librdkafka_config(settings)[0])
-
-
-def _create_producer(config: dict[str, Any]) -> Any:
-    try:
-        from confluent_kafka import KafkaException, Producer
-    except ImportError as exc:  # pragma: no cover - a dependency of kbatch
-        raise UsageError(
-            "Mode librdkafka needs the confluent-kafka package: pip install "
-            "confluent-kafka==2.16.1."
-        ) from exc
-    try:
-        return Producer({"logger": _log, **config})
-    except KafkaException as exc:
-        raise ConfigError(
-            f"librdkafka refused its configuration: {scrub(exc.args[0].str(), config)}. "
-            f"(Properties kbatch passed to librdkafka: {', '.join(sorted(config))}.) See "
-            "librdkafka's CONFIGURATION.md for the properties it knows."
-        ) from None
-
 
 class _ProduceSink:
     """Takes the generator's appends (the accumulator's `append_many`) and produces them."""
@@ -264,7 +199,7 @@ class LibrdkafkaRun:
 
     # ----------------------------------------------------------------- setup
     def _producer(self) -> Any:
-        return _create_producer({
+        return create_producer({
             "bootstrap.servers": self.bootstrap,
             "statistics.interval.ms": STATS_INTERVAL_MS,
             "stats_cb": self._on_stats,

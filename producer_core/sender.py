@@ -536,6 +536,10 @@ class Sender:
             actions.append(InitProducerId())
         return actions
 
+    def pause(self) -> None:
+        """No new requests from now on (a stop's grace); responses are still taken."""
+        self.stopped = True
+
     def stop(self, reason: str = "interrupted") -> list[Action]:
         """End now (a signal, after the grace): nothing more is sent; what is in flight or
         waiting for a retry is settled with `reason` (unknown if it may be written)."""

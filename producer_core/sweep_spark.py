@@ -52,7 +52,7 @@ def run_cell(task: CellTask) -> dict[str, Any]:
     """Run one cell in a Spark task; its payload, or its error as data."""
     import socket
 
-    from producer_core.brokers import broker_target
+    from producer_core.brokers.target import broker_target
     from producer_core.engine import run
     from producer_core.results_io import utc_now
 

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from producer_core.analyze import METADATA_COLUMNS
+from producer_core.analysis.columns import METADATA_COLUMNS
 from producer_core.errors import UsageError
 
 MAX_WHERE_CHARS = 4_000

@@ -1,1 +1,2 @@
-"""Analyses over results: the capacity search (more move here in the layout change)."""
+"""Analyses over results: the capacity search, the run table's columns (more of analysis
+moves here in the layout change)."""

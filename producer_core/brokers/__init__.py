@@ -1,10 +1,12 @@
 """Where a run's brokers come from: the embedded Tansu broker, real Apache Kafka started
-here (``--broker kafka``), or a cluster the user names."""
+here (``--broker kafka``), or a cluster the user names.
+
+This package's own module holds only what the choice is (`BrokerTarget`, the names and
+their checks), so the broker modules and the lab can import it; `target.broker_target`
+makes the choice and imports them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,54 +50,3 @@ def validate_broker_choice(broker: str, bootstrap: str | None, brokers: int,
         raise UsageError(
             f"--brokers {brokers} with --broker kafka: kbatch starts a Kafka cluster of 1 node "
             "or of 3 (3 = a real controller quorum, with leaders spread over three brokers).")
-
-
-@contextmanager
-def broker_target(
-    bootstrap: str | None, brokers: int = 1, rtt_ms: float = 0.0, jitter_ms: float = 0.0,
-    broker: str = "tansu", kafka_home: str | Path | None = None,
-) -> Iterator[BrokerTarget]:
-    """Yield the cluster to run against; starts (and always stops) a broker if none is given.
-
-    ``broker="kafka"`` starts real Apache Kafka (1 or 3 KRaft nodes; a delay goes through a
-    relay per node). With Tansu, ``brokers`` > 1 or a delay starts an embedded lab of that
-    shape instead (N Tansu brokers behind a facade, see producer_core.lab); 1 broker without
-    delay is plain Tansu.
-    """
-    validate_broker_choice(broker, bootstrap, brokers, kafka_home)
-    lab_wanted = brokers != 1 or rtt_ms != 0 or jitter_ms != 0
-    if bootstrap:
-        if lab_wanted:
-            raise UsageError(
-                "--brokers, --rtt-ms and --jitter-ms shape an embedded lab; they cannot be "
-                "combined with --bootstrap-servers, whose cluster has its own brokers and "
-                "network."
-            )
-        yield BrokerTarget(bootstrap, f"external cluster {bootstrap}", embedded=False,
-                           implementation="external")
-        return
-    if broker == "kafka":
-        from producer_core.brokers.kafka_target import kafka_target
-        from producer_core.lab.delay import DelayModel
-
-        delay = DelayModel(rtt_ms, jitter_ms)
-        with kafka_target(brokers, rtt_ms, jitter_ms, kafka_home) as cluster:
-            description = cluster.description
-            if delay.enabled:
-                description += f", {delay.describe()} through a relay per broker"
-            yield BrokerTarget(cluster.bootstrap, description, embedded=True,
-                               implementation="kafka", version=cluster.version,
-                               started_in_s=cluster.start_time_s)
-        return
-    if lab_wanted:
-        from producer_core.lab import Lab
-
-        with Lab(brokers, rtt_ms, jitter_ms) as lab:
-            yield BrokerTarget(lab.bootstrap, lab.description, embedded=True)
-        return
-    from producer_core.brokers.embedded import EmbeddedBroker
-
-    with EmbeddedBroker() as tansu:
-        yield BrokerTarget(
-            tansu.bootstrap, f"embedded Tansu broker at {tansu.bootstrap}", embedded=True
-        )

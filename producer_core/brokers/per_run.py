@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from producer_core.brokers import BrokerTarget, broker_target, validate_broker_choice
+from producer_core.brokers import BrokerTarget, validate_broker_choice
+from producer_core.brokers.target import broker_target
 
 Run = Callable[..., Any]
 """The engine's run: ``run(workload, settings, mode, bootstrap, progress, **extra)``."""

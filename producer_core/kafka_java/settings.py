@@ -29,11 +29,9 @@ def check_mode(explicit: Iterable[str], values: object, warnings: list[str]) -> 
 
 def check_settings(explicit: Iterable[str]) -> None:
     """Refuse settings the Java producer has no equivalent of, rather than ignore them."""
-    from producer_core.config import SETTINGS
-
     refused = sorted(k for k in explicit if k not in JAVA_NAMES)
     if refused:
-        accepted = sorted(name for name in JAVA_NAMES if name in SETTINGS)
+        accepted = sorted(JAVA_NAMES)
         raise ConfigError(
             f"Mode kafka-java has no equivalent of {', '.join(refused)}: the Java producer "
             "batches per partition (linger.ms, batch.size) and puts every ready partition "

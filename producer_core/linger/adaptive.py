@@ -74,14 +74,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from producer_core.accumulator import (
     PARTITION_OVERHEAD_BYTES,
     REQUEST_OVERHEAD_BYTES,
-    Accumulator,
 )
-from producer_core.linger.base import PollContext, RequestLimits, RequestPlan
+from producer_core.linger.base import PollContext, QueueView, RequestLimits, RequestPlan
 from producer_core.linger.collector import (
     Collector,
     CollectorPolicy,
@@ -90,12 +88,6 @@ from producer_core.linger.collector import (
     Trigger,
     caps,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from producer_core.config import ProducerSettings
-    from producer_core.workload import TopicSpec
 
 REASONS = ("flush", "max_partitions", "max_bytes", "queued_flush", "slot_freed", "linger_max",
            "retry")
@@ -139,7 +131,7 @@ class AdaptiveLinger(CollectorPolicy):
 
     def __init__(
         self,
-        accumulator: Accumulator,
+        accumulator: QueueView,
         leaders: list[int],
         limits: RequestLimits,
         max_wait_s: float | None = None,
@@ -303,22 +295,3 @@ class AdaptiveLinger(CollectorPolicy):
             "waiting": len(self._tickets),
         }
         return result
-
-
-# --------------------------------------------------------------------------- registry
-
-
-def adaptive_policy(
-    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
-    settings: ProducerSettings, topics: Sequence[TopicSpec],
-) -> AdaptiveLinger:
-    """Mode adaptive from the settings (see `producer_core.modes`)."""
-    cap = settings["adaptive.linger.max.ms"]
-    max_bytes = settings["broker.batch.max.bytes"]
-    return AdaptiveLinger(
-        accumulator, leaders, limits,
-        max_wait_s=cap / 1000.0 if cap >= 0 else None,
-        max_partitions=settings["broker.batch.max.partitions"],
-        # unset: KIP-1224's max.message.bytes, a collection that fills one request
-        max_bytes=max_bytes if max_bytes > 0 else None,
-    )

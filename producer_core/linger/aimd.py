@@ -54,12 +54,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from producer_core.accumulator import Accumulator
-from producer_core.linger.base import PollContext, RequestLimits, RequestPlan
+from producer_core.linger.base import PollContext, QueueView, RequestLimits, RequestPlan
 from producer_core.linger.broker import REASONS
 from producer_core.linger.collector import (
     Collector,
@@ -70,12 +68,6 @@ from producer_core.linger.collector import (
     Window,
     caps,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from producer_core.config import ProducerSettings
-    from producer_core.workload import TopicSpec
 
 MIN_SAMPLES = 100
 """Acknowledged messages a p99 check needs at least (fewer say little about a p99)."""
@@ -116,7 +108,7 @@ class AimdLinger(CollectorPolicy):
 
     def __init__(
         self,
-        accumulator: Accumulator,
+        accumulator: QueueView,
         leaders: list[int],
         limits: RequestLimits,
         *,
@@ -356,29 +348,3 @@ def _integral(times: np.ndarray, windows: np.ndarray, xs: np.ndarray) -> np.ndar
 def _means(times: np.ndarray, windows: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Time-weighted mean window over each interval between consecutive `edges`."""
     return np.diff(_integral(times, windows, edges)) / np.diff(edges)
-
-
-# --------------------------------------------------------------------------- registry
-
-
-def aimd_policy(
-    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
-    settings: ProducerSettings, topics: Sequence[TopicSpec],
-) -> AimdLinger:
-    """Mode aimd from the settings (see `producer_core.modes`)."""
-    target = settings["aimd.target.p99.ms"]
-    return AimdLinger(
-        accumulator, leaders, limits,
-        min_s=settings["aimd.linger.min.ms"] / 1000.0,
-        max_s=settings["aimd.linger.max.ms"] / 1000.0,
-        initial_s=settings["aimd.linger.initial.ms"] / 1000.0,
-        step_s=settings["aimd.linger.step.ms"] / 1000.0,
-        decrease_factor=settings["aimd.decrease.factor"],
-        increase_ratio=settings["aimd.rtt.increase.ratio"],
-        decrease_ratio=settings["aimd.rtt.decrease.ratio"],
-        max_in_flight=settings.max_in_flight,
-        target_p99_s=target / 1000.0 if target >= 0 else None,
-        target_interval_s=settings["aimd.target.interval.ms"] / 1000.0,
-        max_partitions=settings["broker.batch.max.partitions"],
-        max_bytes=settings["broker.batch.max.bytes"],
-    )

@@ -17,13 +17,37 @@ with statistics).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from producer_core.accumulator import Accumulator, ProducerBatch
+from producer_core.accumulator import ProducerBatch, TopicPartition
+
+
+class QueueView(Protocol):
+    """What a policy may see of the accumulator: its queues, read-only, and one way to
+    take a batch to send (`pop_head`, which `accumulator.drain_request` uses too). A policy
+    does not append, hold, requeue or resize: the engine does, and a mode that needs a
+    different record batch limit declares it (`ModeSpec.batch_size`)."""
+
+    slots: list[TopicPartition]
+    queues: Sequence[Sequence[ProducerBatch]]
+
+    @property
+    def queued_bytes(self) -> int: ...
+
+    @property
+    def queued_records(self) -> int: ...
+
+    def has_data(self, slot: int) -> bool: ...
+
+    def head(self, slot: int) -> ProducerBatch | None: ...
+
+    def head_is_full(self, slot: int) -> bool: ...
+
+    def pop_head(self, slot: int, now: float) -> ProducerBatch: ...
 
 
 @dataclass
@@ -75,7 +99,7 @@ class LingerPolicy(ABC):
 
     name: str = "?"
 
-    def __init__(self, accumulator: Accumulator, leaders: list[int], limits: RequestLimits):
+    def __init__(self, accumulator: QueueView, leaders: list[int], limits: RequestLimits):
         self.accumulator = accumulator
         self.leaders = leaders
         self.limits = limits

@@ -64,10 +64,7 @@ Pure: no clock and no I/O; time comes in as arguments (seconds).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from producer_core.accumulator import Accumulator
-from producer_core.linger.base import RequestLimits
+from producer_core.linger.base import QueueView, RequestLimits
 from producer_core.linger.collector import (
     Collector,
     CollectorPolicy,
@@ -77,12 +74,6 @@ from producer_core.linger.collector import (
     Window,
     caps,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from producer_core.config import ProducerSettings
-    from producer_core.workload import TopicSpec
 
 SEND_LEAD_MAX_SHARE = 1.0 / 21.0
 """Largest share of a window the send lead takes off it (at most 5% more windows)."""
@@ -104,7 +95,7 @@ class BrokerLinger(CollectorPolicy):
 
     def __init__(
         self,
-        accumulator: Accumulator,
+        accumulator: QueueView,
         leaders: list[int],
         limits: RequestLimits,
         linger_s: float,
@@ -144,19 +135,3 @@ class BrokerLinger(CollectorPolicy):
         self._send_time[broker] = (
             average + SEND_TIME_WEIGHT * (rtt_s - average),
             deviation + SEND_TIME_WEIGHT * (abs(rtt_s - average) - deviation))
-
-
-# --------------------------------------------------------------------------- registry
-
-
-def broker_policy(
-    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
-    settings: ProducerSettings, topics: Sequence[TopicSpec],
-) -> BrokerLinger:
-    """Mode broker from the settings (see `producer_core.modes`)."""
-    return BrokerLinger(
-        accumulator, leaders, limits,
-        linger_s=settings["broker.linger.ms"] / 1000.0,
-        max_partitions=settings["broker.batch.max.partitions"],
-        max_bytes=settings["broker.batch.max.bytes"],
-    )

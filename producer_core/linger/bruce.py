@@ -93,19 +93,16 @@ import numpy as np
 from producer_core.accumulator import (
     PARTITION_OVERHEAD_BYTES,
     REQUEST_OVERHEAD_BYTES,
-    Accumulator,
     drain_request,
 )
-from producer_core.config import BRUCE_TOPIC_PREFIX, ProducerSettings, bruce_topic_key
-from producer_core.errors import ConfigError
 from producer_core.linger.base import (
     LingerPolicy,
     PollContext,
+    QueueView,
     RequestLimits,
     RequestPlan,
     summarize,
 )
-from producer_core.workload import TopicSpec
 
 REASONS = ("flush", "memory", "max_messages", "max_bytes", "max_delay")
 """Batch completion reasons in priority order (requests of retried batches: ``retry``)."""
@@ -115,6 +112,12 @@ FILE_KEYS = {"max_delay_ms": "max.delay.ms", "max_bytes": "max.bytes",
              "max_messages": "max.messages"}
 """Workload file `batching` keys -> the suffix of the per-topic setting."""
 _EPSILON = 1e-9
+
+
+def largest_record_batch(batch_size: int, max_request_size: int) -> int:
+    """Bruce has no batch.size: a partition's record batch may grow until it alone fills a
+    request (the accumulator is built with this limit in mode bruce)."""
+    return max(batch_size, max_request_size - REQUEST_OVERHEAD_BYTES - PARTITION_OVERHEAD_BYTES)
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ class BruceConfig:
     rate_limits: tuple[RateLimit | None, ...] = ()
 
 
-def _thresholds(values: Mapping[str, int]) -> Thresholds:
+def thresholds(values: Mapping[str, int]) -> Thresholds:
     """Thresholds from setting-style values in ms/bytes/messages; negative means off."""
     def on(key: str) -> int | None:
         value = values.get(key, -1)
@@ -155,53 +158,6 @@ def _thresholds(values: Mapping[str, int]) -> Thresholds:
     delay = on("max.delay.ms")
     return Thresholds(None if delay is None else delay / 1000.0, on("max.bytes"),
                       on("max.messages"))
-
-
-def bruce_config(settings: ProducerSettings, topics: Sequence[TopicSpec]) -> BruceConfig:
-    """Resolve mode bruce's options from the settings and the workload's topics.
-
-    Per-topic settings (`bruce.topic.<name>.*`) override the file's `batching` and
-    `rate_limit`; a name that is not a topic of the workload is refused (ConfigError).
-    """
-    names = [topic.name for topic in topics]
-    overrides: dict[str, dict[str, int]] = {}
-    for key, value in settings.values.items():
-        parsed = bruce_topic_key(key)
-        if parsed is None:
-            continue
-        name, suffix = parsed
-        if name not in names:
-            shown = ", ".join(names[:20]) + (f", ... ({len(names)} topics)"
-                                             if len(names) > 20 else "")
-            raise ConfigError(
-                f"Setting {key} names topic {name!r}, which is not a topic of this workload "
-                f"(topics: {shown}). Per-topic settings look like "
-                f"{BRUCE_TOPIC_PREFIX}<topic>.max.delay.ms=20."
-            )
-        overrides.setdefault(name, {})[suffix] = value
-    combined = _thresholds({k: settings[f"bruce.combined.{k}"]
-                            for k in ("max.delay.ms", "max.bytes", "max.messages")})
-    own: list[Thresholds | None] = []
-    limits: list[RateLimit | None] = []
-    for topic in topics:
-        given = overrides.get(topic.name, {})
-        values = {FILE_KEYS[k]: v for k, v in topic.batching}
-        values.update({k: v for k, v in given.items() if k in FILE_KEYS.values()})
-        thresholds = _thresholds(values)
-        own.append(None if thresholds.empty else thresholds)
-        interval, most = topic.rate_limit if topic.rate_limit is not None else (None, None)
-        interval = given.get("rate.limit.interval.ms", interval)
-        most = given.get("rate.limit.max.messages", most)
-        if (interval is None) != (most is None):
-            missing = "rate.limit.max.messages" if most is None else "rate.limit.interval.ms"
-            raise ConfigError(
-                f"Topic {topic.name!r} has half a rate limit: also give "
-                f"-X {BRUCE_TOPIC_PREFIX}{topic.name}.{missing}=N (or rate_limit with "
-                "interval_ms and max_messages in the workload file)."
-            )
-        limits.append(None if interval is None or most is None
-                      else RateLimit(interval / 1000.0, int(most)))
-    return BruceConfig(combined, tuple(own), tuple(limits))
 
 
 @dataclass
@@ -243,7 +199,7 @@ class BrucePolicy(LingerPolicy):
 
     def __init__(
         self,
-        accumulator: Accumulator,
+        accumulator: QueueView,
         leaders: list[int],
         limits: RequestLimits,
         config: BruceConfig,
@@ -270,10 +226,6 @@ class BrucePolicy(LingerPolicy):
         self._limits: list[RateLimit | None] = list(config.rate_limits[:topics]) + [None] * (
             topics - len(config.rate_limits))
         self._keyless = list(keyless[:topics]) + [False] * (topics - len(keyless))
-        # a partition's record batch grows up to the request limit (Bruce has no batch.size)
-        accumulator.batch_size = max(
-            accumulator.batch_size,
-            limits.max_request_size - REQUEST_OVERHEAD_BYTES - PARTITION_OVERHEAD_BYTES)
         self._done = [0] * len(accumulator.slots)
         """Per slot: how many batches at the front of its queue are complete (queued for
         the sender); the ones behind them are open and belong to the slot's group."""
@@ -631,15 +583,3 @@ class BrucePolicy(LingerPolicy):
             result["batches_per_request"] = summarize(
                 np.array(self._batches_per_request, dtype=np.float64), ("mean", "max"))
         return result
-
-
-# --------------------------------------------------------------------------- registry
-
-
-def bruce_policy(
-    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
-    settings: ProducerSettings, topics: Sequence[TopicSpec],
-) -> BrucePolicy:
-    """Mode bruce from the settings (see `producer_core.modes`)."""
-    keyless = [topic.keys.kind == "none" for topic in topics]
-    return BrucePolicy(accumulator, leaders, limits, bruce_config(settings, topics), keyless)

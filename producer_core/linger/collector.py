@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from producer_core.accumulator import Accumulator, ProducerBatch, drain_request
+from producer_core.accumulator import ProducerBatch, drain_request
 from producer_core.linger.base import (
     LingerPolicy,
     PollContext,
+    QueueView,
     RequestLimits,
     RequestPlan,
     summarize,
@@ -165,7 +166,7 @@ class CollectorPolicy(LingerPolicy):
 
     def __init__(
         self,
-        accumulator: Accumulator,
+        accumulator: QueueView,
         leaders: list[int],
         limits: RequestLimits,
         max_partitions: int = -1,

@@ -12,7 +12,8 @@ import itertools
 import math
 from collections.abc import Iterator
 
-from producer_core.accumulator import Accumulator, ProducerBatch
+from producer_core.accumulator import ProducerBatch
+from producer_core.linger.base import QueueView
 
 
 def floor_tick(t: float, tick: float) -> float:
@@ -22,7 +23,7 @@ def floor_tick(t: float, tick: float) -> float:
 
 
 class HeadDeadlines:
-    def __init__(self, accumulator: Accumulator, linger_s: float, quantum_s: float = 0.0) -> None:
+    def __init__(self, accumulator: QueueView, linger_s: float, quantum_s: float = 0.0) -> None:
         self.accumulator = accumulator
         self.linger_s = linger_s
         self.quantum_s = quantum_s

@@ -39,24 +39,21 @@ Pure: no clock and no I/O; time comes in as arguments (seconds).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from producer_core.accumulator import (
     BATCH_FILLED,
     BECAME_NONEMPTY,
     PARTITION_OVERHEAD_BYTES,
     REQUEST_OVERHEAD_BYTES,
-    Accumulator,
     ProducerBatch,
 )
-from producer_core.linger.base import LingerPolicy, PollContext, RequestLimits, RequestPlan
+from producer_core.linger.base import (
+    LingerPolicy,
+    PollContext,
+    QueueView,
+    RequestLimits,
+    RequestPlan,
+)
 from producer_core.linger.deadlines import HeadDeadlines, floor_tick
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from producer_core.config import ProducerSettings
-    from producer_core.workload import TopicSpec
 
 REASONS = ("flush", "memory", "retry", "batch_full", "linger")
 """Why a broker was ready, in priority order; a request is tagged with the first that held."""
@@ -81,7 +78,7 @@ class JavaLinger(LingerPolicy):
 
     def __init__(
         self,
-        accumulator: Accumulator,
+        accumulator: QueueView,
         leaders: list[int],
         limits: RequestLimits,
         linger_s: float,
@@ -259,14 +256,3 @@ class JavaLinger(LingerPolicy):
             "partitions_drained": self._drained,
             "partitions_drained_sendable": self._drained_ready,
         }
-
-
-# --------------------------------------------------------------------------- registry
-
-
-def java_policy(
-    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
-    settings: ProducerSettings, topics: Sequence[TopicSpec],
-) -> JavaLinger:
-    """Mode java from the settings (see `producer_core.modes`)."""
-    return JavaLinger(accumulator, leaders, limits, settings.linger_s)

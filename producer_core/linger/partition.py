@@ -13,23 +13,21 @@ slot is free, and what queues meanwhile rides along in the next request.
 from __future__ import annotations
 
 from itertools import islice
-from typing import TYPE_CHECKING
 
 from producer_core.accumulator import (
     BATCH_FILLED,
     BECAME_NONEMPTY,
-    Accumulator,
     ProducerBatch,
     drain_request,
 )
-from producer_core.linger.base import LingerPolicy, PollContext, RequestLimits, RequestPlan
+from producer_core.linger.base import (
+    LingerPolicy,
+    PollContext,
+    QueueView,
+    RequestLimits,
+    RequestPlan,
+)
 from producer_core.linger.deadlines import HeadDeadlines
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from producer_core.config import ProducerSettings
-    from producer_core.workload import TopicSpec
 
 
 class PartitionLinger(LingerPolicy):
@@ -37,7 +35,7 @@ class PartitionLinger(LingerPolicy):
 
     def __init__(
         self,
-        accumulator: Accumulator,
+        accumulator: QueueView,
         leaders: list[int],
         limits: RequestLimits,
         linger_s: float,
@@ -128,24 +126,5 @@ class NoLinger(PartitionLinger):
 
     name = "none"
 
-    def __init__(self, accumulator: Accumulator, leaders: list[int], limits: RequestLimits):
+    def __init__(self, accumulator: QueueView, leaders: list[int], limits: RequestLimits):
         super().__init__(accumulator, leaders, limits, linger_s=0.0)
-
-
-# --------------------------------------------------------------------------- registry
-
-
-def partition_policy(
-    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
-    settings: ProducerSettings, topics: Sequence[TopicSpec],
-) -> PartitionLinger:
-    """Mode partition from the settings (see `producer_core.modes`)."""
-    return PartitionLinger(accumulator, leaders, limits, settings.linger_s)
-
-
-def no_linger_policy(
-    accumulator: Accumulator, leaders: list[int], limits: RequestLimits,
-    settings: ProducerSettings, topics: Sequence[TopicSpec],
-) -> NoLinger:
-    """Mode none from the settings (see `producer_core.modes`)."""
-    return NoLinger(accumulator, leaders, limits)

@@ -18,9 +18,9 @@ from producer_core.accumulator import (
     TopicPartition,
 )
 from producer_core.config import build_settings
-from producer_core.linger import make_policy
 from producer_core.linger.adaptive import AdaptiveLinger
 from producer_core.linger.base import PollContext, RequestLimits
+from producer_core.modes import make_policy
 
 VALUE = bytes(10)
 FREE = {1: 5, 2: 5}

@@ -12,9 +12,9 @@ import pytest
 from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import build_settings
 from producer_core.errors import ConfigError
-from producer_core.linger import make_policy
 from producer_core.linger.aimd import MAX_POINTS, AimdLinger
 from producer_core.linger.base import PollContext, RequestLimits
+from producer_core.modes import make_policy
 
 VALUE = bytes(10)
 MS = 0.001

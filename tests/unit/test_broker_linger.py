@@ -13,9 +13,9 @@ from producer_core.accumulator import (
     TopicPartition,
 )
 from producer_core.config import build_settings
-from producer_core.linger import make_policy
 from producer_core.linger.base import PollContext, RequestLimits
 from producer_core.linger.broker import BrokerLinger
+from producer_core.modes import make_policy
 
 VALUE = bytes(10)
 RECORD_BYTES = 17

@@ -16,10 +16,16 @@ from producer_core.accumulator import (
 from producer_core.config import build_settings
 from producer_core.errors import ConfigError
 from producer_core.generator import Generator
-from producer_core.linger import make_policy
 from producer_core.linger.base import PollContext, RequestLimits
-from producer_core.linger.bruce import BruceConfig, BrucePolicy, RateLimit, Thresholds
+from producer_core.linger.bruce import (
+    BruceConfig,
+    BrucePolicy,
+    RateLimit,
+    Thresholds,
+    largest_record_batch,
+)
 from producer_core.metrics import RunMetrics
+from producer_core.modes import make_policy, mode
 from producer_core.workload import KeySpec, RateSpec, SizeSpec, TopicSpec, Workload
 
 VALUE = bytes(10)
@@ -42,7 +48,8 @@ class Rig:
         for name, _ in topics:
             self.first.append(next(i for i, tp in enumerate(slots) if tp.topic == name))
         self.partitions = [count for _, count in topics]
-        self.acc = Accumulator(slots, 16384)
+        # as the engine builds it in mode bruce (`ModeSpec.batch_size`)
+        self.acc = Accumulator(slots, largest_record_batch(16384, max_request_size))
         config = BruceConfig(
             combined,
             tuple((own or {}).get(i) for i in range(len(topics))),
@@ -276,7 +283,10 @@ def test_memory_exhausted_completes_open_batches():
 
 def test_a_partition_batch_grows_up_to_the_request_limit():
     rig = Rig([("a", 1)], own={0: Thresholds(max_messages=3000)})
-    assert rig.acc.batch_size == (1 << 20) - REQUEST_OVERHEAD_BYTES - PARTITION_OVERHEAD_BYTES
+    largest = (1 << 20) - REQUEST_OVERHEAD_BYTES - PARTITION_OVERHEAD_BYTES
+    assert mode("bruce").accumulator_batch_size(build_settings(mode="bruce")) == largest
+    assert mode("partition").accumulator_batch_size(build_settings()) == 16384
+    assert rig.acc.batch_size == largest
     rig.feed(0, 3000, now=0.0, partitions=[0] * 3000)  # ~60 KB: one record batch
     [plan] = rig.poll(0.0)
     assert len(plan.batches) == 1 and records(plan) == 3000

@@ -1,5 +1,10 @@
-"""producer_core's modules import each other without a cycle (top-level imports only:
-an import inside a function runs on first call, after every module has loaded)."""
+"""producer_core's modules import each other without a cycle.
+
+Every import counts, those inside functions and classes too: an import inside a function
+runs later than a module-level one, but a circle it closes is still a circle in the
+design (two modules that each need the other are one idea split in two), and hiding it
+in a function only hides it from a reader. Imports under `if TYPE_CHECKING:` are left
+out: they never run and only name types for annotations."""
 
 from __future__ import annotations
 
@@ -16,32 +21,42 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """Module-level imports, including those under `if`/`try` at module level, but not
-    `if TYPE_CHECKING:` blocks (never run) or imports inside functions and classes."""
+def _all_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, wherever it sits (module level, `if`/`try`,
+    functions, classes), except inside `if TYPE_CHECKING:` blocks (never run)."""
     found: list[ast.Import | ast.ImportFrom] = []
-    body = list(tree.body)
-    while body:
-        node = body.pop(0)
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.append(node)
-        elif isinstance(node, ast.If):
-            if "TYPE_CHECKING" not in ast.unparse(node.test):
-                body.extend(node.body + node.orelse)
-        elif isinstance(node, ast.Try):
-            body.extend(node.body + node.orelse + node.finalbody)
-            for handler in node.handlers:
-                body.extend(handler.body)
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            pending.extend(node.orelse)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
     return found
 
 
+def test_every_import_is_read() -> None:
+    tree = ast.parse(
+        "import a\n"
+        "if TYPE_CHECKING:\n    import hidden\nelse:\n    import b\n"
+        "def f():\n    import c\n    class K:\n        def g(self):\n"
+        "            from d import e\n"
+        "try:\n    import f2\nexcept ImportError:\n    import g2\n")
+    names = sorted(alias.name if isinstance(node, ast.Import) else node.module or ""
+                   for node in _all_imports(tree) for alias in node.names[:1])
+    assert names == ["a", "b", "c", "d", "f2", "g2"]
+
+
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the producer_core modules it imports at load time."""
+    """Module -> the producer_core modules it imports (anywhere in its code)."""
     modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _top_level_imports(ast.parse(path.read_text())):
+        for node in _all_imports(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:

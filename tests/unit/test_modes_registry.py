@@ -13,8 +13,16 @@ from producer_core import compare, config, sweep
 from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import SETTINGS, build_settings
 from producer_core.engine import run_async as engine_run_async
-from producer_core.linger import LingerPolicy, make_policy
-from producer_core.modes import BY_NAME, COLLECTOR_MODES, MODES, REGISTRY, ModeSpec, mode
+from producer_core.linger import LingerPolicy
+from producer_core.modes import (
+    BY_NAME,
+    COLLECTOR_MODES,
+    MODES,
+    REGISTRY,
+    ModeSpec,
+    make_policy,
+    mode,
+)
 from producer_core.run_types import RunDriver
 
 

@@ -7,7 +7,6 @@ import pytest
 
 from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import build_settings
-from producer_core.linger import make_policy
 from producer_core.linger.base import (
     Admission,
     LatencyFeedback,
@@ -24,7 +23,7 @@ from producer_core.linger.collector import (
     Trigger,
     Window,
 )
-from producer_core.modes import REGISTRY
+from producer_core.modes import REGISTRY, make_policy
 
 ENGINE_MODES = [spec.name for spec in REGISTRY if spec.policy is not None]
 FREE = PollContext({1: 5})

@@ -157,26 +157,18 @@ class _Policy:
         self.latencies.extend(latencies_s)  # type: ignore[call-overload]
 
 
-def _engine(slots: list[TopicPartition], warmup_s: float, deliveries: list) -> object:
-    """An Engine with only what `_acknowledge_all` reads."""
-    from types import SimpleNamespace
-
-    from producer_core.engine import Engine
+def _ledger(slots: list[TopicPartition], warmup_s: float, deliveries: list,
+            policy: _Policy) -> object:
+    """The run's outcome ledger, as the producer core builds it."""
+    from producer_core.core.ledger import Ledger
     from producer_core.metrics import RunMetrics, TopicMetrics
 
-    engine = Engine.__new__(Engine)
-    engine.metrics = RunMetrics()
+    metrics = RunMetrics()
     for name in ("a", "b"):
-        engine.metrics.topics[name] = TopicMetrics()
-    engine.slot_metrics = [engine.metrics.topics[tp.topic] for tp in slots]
-    engine.slots = slots
-    engine.workload = SimpleNamespace(warmup_s=warmup_s)
-    engine._warmup_until = 1.0
-    engine.policy = _Policy()
-    engine._on_acknowledged = engine.policy.on_acknowledged  # main's optional policy hook
-    engine.txn = None
-    engine.deliveries = deliveries
-    return engine
+        metrics.topics[name] = TopicMetrics()
+    ledger = Ledger(metrics, slots, deliveries, on_acknowledged=policy.on_acknowledged)
+    ledger.warmup_until = 1.0 if warmup_s else None
+    return ledger
 
 
 @pytest.mark.parametrize("warmup_s", [0.0, 1.0])
@@ -191,12 +183,13 @@ def test_acknowledge_all_accounts_every_message_per_topic(warmup_s: float) -> No
             message_id += 1
     batches = [acc.pop_head(slot, 0.0) for slot in (0, 1, 2)]
     deliveries: list = []
-    engine = _engine(slots, warmup_s, deliveries)
-    engine._acknowledge_all(3, [(b, 10 * b.slot) for b in batches], 4.0)  # type: ignore
+    policy = _Policy()
+    ledger = _ledger(slots, warmup_s, deliveries, policy)
+    ledger.acknowledge(3, [(b, 10 * b.slot) for b in batches], 4.0)  # type: ignore
 
     kept = [t for t in intended[0] + intended[2] + intended[1] if not warmup_s or t >= 1.0]
-    assert engine.policy.latencies == [4.0 - t for t in kept]  # type: ignore
-    metrics = engine.metrics  # type: ignore
+    assert policy.latencies == [4.0 - t for t in kept]  # type: ignore
+    metrics = ledger.metrics  # type: ignore
     assert metrics.messages_acked == 6
     assert metrics.topics["a"].acknowledged == 4 and metrics.topics["b"].acknowledged == 2
     assert metrics.latency.count == len(kept)

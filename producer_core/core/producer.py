@@ -1,0 +1,573 @@
+"""The producer as one pure state machine: events in, commands out.
+
+`Producer` holds the accumulator, the linger policy, the sender (retries, timeouts,
+idempotence), the transaction manager (`transactions.Transactions`) and the outcome ledger
+(`ledger.Ledger`). It never reads a clock or touches a socket. The asyncio shell
+(`producer_core.engine`) tells it what happened -- `handle(event, now)` -- and when time
+has passed -- `expire(now)`, `send_ready(now)` -- and carries out the commands it answers
+(write this request, ask for a producer id, add these partitions to the transaction, end
+it, re-read metadata, close a connection), feeding the results back as events. The shell
+asks `next_wakeup()` when to call again. This is the shape of Kafka's `Sender.runOnce` and
+`TransactionManager`, and of h11: the protocol decisions are here, testable with synthetic
+time (tests/unit/test_producer_core.py); the shell only does I/O.
+
+Producer-id recovery (KIP-360) is here too: after unresolved sequences the sender asks for
+a new epoch; a broker that refuses the bump is asked for a new producer id; a failure is
+asked again after `retry.backoff.ms` (at least 50 ms), for at most `delivery.timeout.ms`,
+after which the producer is fatal and every message still open fails with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
+from producer_core.core.ledger import Ledger
+from producer_core.errors import BrokerError
+from producer_core.linger.base import LatencyFeedback, LingerPolicy, PollContext, RequestPlan
+from producer_core.memory import BatchMemory
+from producer_core.metrics import RequestRecord
+from producer_core.sender import (
+    Acknowledge,
+    Action,
+    Fail,
+    Hold,
+    Retry,
+    Sender,
+    Unknown,
+    Written,
+)
+from producer_core.sender import CloseConnection as SenderClose
+from producer_core.sender import InitProducerId as SenderInitProducerId
+from producer_core.sender import RefreshMetadata as SenderRefresh
+from producer_core.transactions import Transactions
+
+PRODUCER_ID_MIN_BACKOFF_S = 0.05
+"""Least pause before InitProducerId is asked again after a failure."""
+
+TRANSACTIONAL_UNKNOWN = (
+    "A transactional batch's outcome became unknown (a request timed out or its "
+    "connection was lost), so the transaction cannot be completed; kbatch does "
+    "not recover transactional producers from this. Raise request.timeout.ms or "
+    "check the brokers.")
+
+
+# ----------------------------------------------------------------------- events
+@dataclass(frozen=True)
+class ResponseReceived:
+    """A ProduceResponse: `topics` as decoded, [(topic, [(partition, error_code,
+    base_offset, ...)])], or None for acks=0 (nothing to wait for)."""
+
+    request_id: int
+    topics: Sequence[tuple[str, Sequence[tuple[int, ...]]]] | None
+    throttle_ms: int = 0
+
+
+@dataclass(frozen=True)
+class RequestWritten:
+    """The request of a `Send` was written to its connection."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class SendFailed:
+    """The request of a `Send` could not be written at all (no connection)."""
+
+    request_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class RequestFailed:
+    """A written request got no answer: timed out or its connection was lost."""
+
+    request_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ProducerIdAssigned:
+    producer_id: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class ProducerIdFailed:
+    """InitProducerId failed. `refused`: the broker answered with an error (a bump it
+    cannot make is then asked as a new id); otherwise it did not answer."""
+
+    reason: str
+    refused: bool
+
+
+@dataclass(frozen=True)
+class PartitionsAdded:
+    """The AddPartitionsToTxn in flight succeeded."""
+
+
+@dataclass(frozen=True)
+class TransactionFailed:
+    """A transaction request (AddPartitionsToTxn) was refused: the producer is fatal."""
+
+    error: BrokerError
+
+
+@dataclass(frozen=True)
+class TransactionEnded:
+    """EndTxn answered."""
+
+    committed: bool
+
+
+@dataclass(frozen=True)
+class MetadataUpdated:
+    """Leaders per slot, and the brokers now connected."""
+
+    leaders: list[int]
+    brokers: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class MetadataFailed:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    """No new requests from now on; responses are still taken."""
+
+
+Event = (ResponseReceived | RequestWritten | SendFailed | RequestFailed | ProducerIdAssigned
+         | ProducerIdFailed | PartitionsAdded | TransactionFailed | TransactionEnded
+         | MetadataUpdated | MetadataFailed | Stop)
+
+
+# --------------------------------------------------------------------- commands
+@dataclass(frozen=True)
+class Send:
+    """Write a ProduceRequest carrying `topics` (topic -> [(partition, record batch)]) to
+    `broker`; answer `RequestWritten` or `SendFailed`, later `ResponseReceived` or
+    `RequestFailed`."""
+
+    request_id: int
+    broker: int
+    topics: list[tuple[str, list[tuple[int, bytes]]]]
+    expect_response: bool
+
+
+@dataclass(frozen=True)
+class InitProducerId:
+    """Ask for a producer id: a new epoch of (producer_id, epoch), or a new id when both
+    are -1. Answer `ProducerIdAssigned` or `ProducerIdFailed`."""
+
+    producer_id: int = -1
+    epoch: int = -1
+
+
+@dataclass(frozen=True)
+class AddPartitions:
+    """AddPartitionsToTxn; answer `PartitionsAdded` or `TransactionFailed`."""
+
+    partitions: list[tuple[str, int]]
+    producer_id: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class EndTransaction:
+    """EndTxn; answer `TransactionEnded`."""
+
+    commit: bool
+    producer_id: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class RefreshMetadata:
+    """Re-read leaders and connect to them; answer `MetadataUpdated` or `MetadataFailed`."""
+
+
+@dataclass(frozen=True)
+class CloseConnection:
+    broker: int
+
+
+@dataclass(frozen=True)
+class Wake:
+    """Something became ready (a retry is back in its queue): poll again without sleeping."""
+
+
+Command = (Send | InitProducerId | AddPartitions | EndTransaction | RefreshMetadata
+           | CloseConnection | Wake)
+
+
+@dataclass
+class _Request:
+    broker: int
+    record: RequestRecord
+    sent_at: float
+    batches: list[ProducerBatch]
+    lingers: list[float]
+
+
+@dataclass
+class _Recovery:
+    """Producer-id recovery in progress: since when, and when to ask again."""
+
+    since: float
+    retry_at: float | None = None
+    asked_fresh: bool = False
+
+
+@dataclass
+class ProducerConfig:
+    acks: int
+    retry_backoff_s: float
+    delivery_timeout_s: float
+    request_timeout_ms: int
+    idempotent: bool
+
+
+@dataclass
+class Producer:
+    """One producer's state; see the module docstring for the protocol."""
+
+    slots: list[TopicPartition]
+    leaders: list[int]
+    accumulator: Accumulator
+    policy: LingerPolicy
+    sender: Sender
+    ledger: Ledger
+    config: ProducerConfig
+    txn: Transactions | None = None
+    batch_memory: BatchMemory | None = None
+    buffer_memory: int = 1 << 62
+    brokers: set[int] = field(default_factory=set)
+    start: float = 0.0
+    # what the policy reads at each poll (`PollContext`), set by the shell
+    flushing: bool = False
+    memory_exhausted: bool = False
+    backlog: float | None = None
+    fatal: BrokerError | None = None
+    """A transactional producer that cannot go on: the shell ends the run with it."""
+    _requests: dict[int, _Request] = field(default_factory=dict)
+    _recovery: _Recovery | None = None
+    _refreshing: bool = False
+    _refresh_at: float | None = None
+    _requests_before_end: int = 0
+    _flushed_at: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._feedback = (self.policy.on_acknowledged
+                          if isinstance(self.policy, LatencyFeedback) else None)
+        self.ledger.on_acknowledged = self._feedback
+        if self.txn is not None:
+            self.ledger.on_txn_ack = self.txn.on_acknowledged
+
+    # ------------------------------------------------------------------ queries
+    def next_wakeup(self) -> float | None:
+        """The next time `expire` / `send_ready` have something to do by the clock."""
+        times = [self.policy.next_wakeup(), self.sender.next_wakeup(), self._refresh_at,
+                 self._recovery.retry_at if self._recovery is not None else None]
+        known = [t for t in times if t is not None]
+        return min(known) if known else None
+
+    def memory_full(self) -> bool:
+        """No room for the next message: buffer.memory (Java-style in mode java) is used up."""
+        accumulator = self.accumulator
+        if self.batch_memory is not None:
+            return self.batch_memory.exhausted(accumulator.queued_batches)
+        return accumulator.queued_bytes >= self.buffer_memory
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing awaiting an outcome."""
+        return self.accumulator.empty and self.sender.pending == 0
+
+    # --------------------------------------------------------------------- time
+    def expire(self, now: float) -> list[Command]:
+        """Act on time: request and delivery deadlines, retries that are due, and a
+        producer-id or metadata request to ask again."""
+        commands = self._apply(self.sender.poll(now), now)
+        recovery = self._recovery
+        if recovery is not None and recovery.retry_at is not None and now >= recovery.retry_at:
+            recovery.retry_at = None
+            commands.append(self._ask_producer_id(fresh=False))
+        if self._refresh_at is not None and now >= self._refresh_at:
+            self._refresh_at = None
+            commands.extend(self._refresh())
+        return commands
+
+    def send_ready(self, now: float) -> list[Command]:
+        """Ask the policy what to send now and turn each plan into a request."""
+        plans = self.policy.poll(now, PollContext(
+            self.sender.free_slots(self.brokers), self.backlog, self.memory_exhausted,
+            self.flushing))
+        commands: list[Command] = []
+        for plan in plans:
+            commands.extend(self._send(plan, now))
+        return commands
+
+    # ------------------------------------------------------------------- events
+    def handle(self, event: Event, now: float) -> list[Command]:
+        """What happened, at `now`; returns what to do."""
+        if isinstance(event, ResponseReceived):
+            return self._on_response(event, now)
+        if isinstance(event, RequestWritten):
+            self._on_written(event.request_id)
+            return []
+        if isinstance(event, SendFailed):
+            self._requests.pop(event.request_id, None)
+            return self._apply(self.sender.on_send_error(event.request_id, event.reason, now),
+                               now)
+        if isinstance(event, RequestFailed):
+            return self._on_request_failed(event, now)
+        if isinstance(event, ProducerIdAssigned):
+            self._recovery = None
+            return [*self._apply(self.sender.on_producer_id(event.producer_id, event.epoch),
+                                 now), Wake()]
+        if isinstance(event, ProducerIdFailed):
+            return self._on_producer_id_failed(event, now)
+        if isinstance(event, PartitionsAdded):
+            assert self.txn is not None
+            done = self.txn.on_added()
+            return [*self._apply(self.sender.unpark(set(done)), now), *self._start_add(),
+                    Wake()]
+        if isinstance(event, TransactionFailed):
+            self.fatal = event.error
+            return [Wake()]
+        if isinstance(event, TransactionEnded):
+            self._end_transaction(event.committed, now)
+            return []
+        if isinstance(event, MetadataUpdated):
+            self._refreshing = False
+            self.brokers.update(event.brokers)
+            self.leaders[:] = event.leaders
+            self.policy.set_leaders(self.leaders)
+            return [Wake()]
+        if isinstance(event, MetadataFailed):
+            self._refreshing = False
+            self._refresh_at = now + self.config.retry_backoff_s
+            return [Wake()]
+        if isinstance(event, Stop):
+            self.sender.pause()
+            return []
+        raise TypeError(f"not a producer event: {event!r}")
+
+    # ------------------------------------------------------------------- sending
+    def _send(self, plan: RequestPlan, now: float) -> list[Command]:
+        batches = plan.batches
+        commands: list[Command] = []
+        txn = self.txn
+        if txn is not None:  # nothing goes before its partition is in the transaction
+            missing = set(txn.missing(b.slot for b in batches))
+            if missing:
+                self.sender.park([b for b in batches if b.slot in missing])
+                batches = [b for b in batches if b.slot not in missing]
+                txn.need(missing)
+                commands.extend(self._start_add())
+                if not batches:
+                    return commands
+        outgoing, settled = self.sender.build(plan.broker, batches, now)
+        commands.extend(self._apply(settled, now))
+        if outgoing is None:
+            return commands
+        records = size = attempt = 0
+        oldest = now
+        lingers: list[float] = []
+        for batch in outgoing.batches:
+            records += batch.record_count
+            size += len(batch.seal())
+            attempt = max(attempt, batch.attempts)
+            oldest = min(oldest, batch.created)
+            if batch.attempts == 1:
+                lingers.append(now - batch.created)
+        record = RequestRecord(
+            send_time_s=now - self.start, broker=plan.broker, partitions=len(outgoing.batches),
+            records=records, bytes=size, reason=plan.reason,
+            linger_ms=(now - oldest) * 1000, attempt=attempt,
+        )
+        self._requests[outgoing.request_id] = _Request(plan.broker, record, now,
+                                                       outgoing.batches, lingers)
+        commands.append(Send(outgoing.request_id, plan.broker, outgoing.partitions,
+                             expect_response=self.config.acks != 0))
+        return commands
+
+    def _on_written(self, request_id: int) -> None:
+        request = self._requests[request_id]
+        self._sync_memory()
+        self.ledger.record_request(request.record, request.batches, request.lingers)
+        request.batches = []
+        request.lingers = []
+
+    def _on_request_failed(self, event: RequestFailed, now: float) -> list[Command]:
+        request = self._requests.get(event.request_id)
+        if event.request_id not in self.sender.in_flight or request is None:
+            self._requests.pop(event.request_id, None)
+            return []  # the sender gave the request up already (timeout, closed connection)
+        del self._requests[event.request_id]
+        self.policy.on_response(request.broker, now - request.sent_at, now, 0, True)
+        return self._apply(self.sender.on_request_failed(event.request_id, event.reason, now),
+                           now)
+
+    def _on_response(self, event: ResponseReceived, now: float) -> list[Command]:
+        request = self._requests.pop(event.request_id, None)
+        if event.request_id not in self.sender.in_flight or request is None:
+            return []  # the sender gave the request up already (timeout, closed connection)
+        record = request.record
+        record.rtt_ms = (now - request.sent_at) * 1000
+        self.ledger.metrics.rtt.record_us(int(record.rtt_ms * 1000))
+        if event.topics is None:  # acks=0
+            self.policy.on_response(request.broker, now - request.sent_at, now, 0, False)
+            return self._apply(self.sender.on_response(event.request_id, None, now)[0], now)
+        outcome: dict[tuple[str, int], tuple[int, int]] = {}
+        for topic, partitions in event.topics:
+            for partition_response in partitions:
+                partition, error_code, offset = partition_response[:3]
+                outcome[(topic, partition)] = (error_code, offset)
+        actions, all_ok = self.sender.on_response(event.request_id, outcome, now)
+        self.policy.on_response(request.broker, now - request.sent_at, now,
+                                event.throttle_ms, not all_ok)
+        return self._apply(actions, now)
+
+    # -------------------------------------------------------------- sender actions
+    def _apply(self, actions: list[Action], now: float) -> list[Command]:
+        """Carry out what the sender decided; what needs I/O becomes a command."""
+        if not actions:
+            return []
+        self._sync_memory()
+        commands: list[Command] = []
+        accumulator = self.accumulator
+        for action in actions:
+            if isinstance(action, Acknowledge):
+                self.ledger.acknowledge(action.broker, action.batches, now)
+            elif isinstance(action, Hold):
+                accumulator.hold(action.slot)
+            elif isinstance(action, Retry):
+                accumulator.requeue_front(action.batch)
+                if action.release:
+                    accumulator.release(action.batch.slot)
+                self.policy.on_requeue(action.batch.slot, now)
+                commands.append(Wake())
+            elif isinstance(action, Fail | Unknown | Written):
+                count = self.ledger.settle(action)
+                if self.txn is not None and not isinstance(action, Written):
+                    self.txn.on_failed(count)
+            elif isinstance(action, SenderClose):
+                commands.append(CloseConnection(action.broker))
+            elif isinstance(action, SenderRefresh):
+                commands.extend(self._refresh())
+            elif isinstance(action, SenderInitProducerId):
+                commands.extend(self._start_recovery(now))
+        return commands
+
+    def _sync_memory(self) -> None:
+        """Mode java: a batch holds batch.size of buffer.memory from its first send until
+        its outcome (retries included); queued batches are counted by the accumulator."""
+        if self.batch_memory is not None:
+            self.batch_memory.held = self.sender.pending
+
+    def _refresh(self) -> list[Command]:
+        if self._refreshing:
+            return []
+        self._refreshing = True
+        return [RefreshMetadata()]
+
+    # ------------------------------------------------------------- producer id
+    def _start_recovery(self, now: float) -> list[Command]:
+        """A new epoch after unresolved sequences (KIP-360)."""
+        if self.txn is not None:
+            self.fatal = BrokerError(TRANSACTIONAL_UNKNOWN)
+            return [Wake()]
+        self._recovery = _Recovery(since=now)
+        return [self._ask_producer_id(fresh=False)]
+
+    def _ask_producer_id(self, fresh: bool) -> InitProducerId:
+        assert self._recovery is not None
+        self._recovery.asked_fresh = fresh
+        if fresh:
+            return InitProducerId()
+        state = self.sender.id
+        return InitProducerId(state.producer_id, state.epoch)
+
+    def _on_producer_id_failed(self, event: ProducerIdFailed, now: float) -> list[Command]:
+        recovery = self._recovery
+        if recovery is None:
+            return []
+        if event.refused and not recovery.asked_fresh:
+            return [self._ask_producer_id(fresh=True)]  # the broker cannot bump: a new id
+        if now - recovery.since >= self.config.delivery_timeout_s:
+            self._recovery = None  # every batch waiting for it is out of time: give up
+            return self._apply(self.sender.on_producer_id_error(event.reason), now)
+        recovery.retry_at = now + max(self.config.retry_backoff_s, PRODUCER_ID_MIN_BACKOFF_S)
+        return []
+
+    # ------------------------------------------------------------- transactions
+    def track_partitions(self) -> list[Command]:
+        """Partitions that got data join the transaction ahead of their first send (as
+        Java adds a partition at its first append to a transaction)."""
+        txn = self.txn
+        if txn is None or len(txn.added) >= len(self.slots):
+            return []
+        txn.need(self.accumulator.nonempty_slots())
+        return self._start_add()
+
+    def _start_add(self) -> list[Command]:
+        assert self.txn is not None
+        slots = self.txn.next_add()
+        if not slots:
+            return []
+        state = self.sender.id
+        return [AddPartitions([(self.slots[s].topic, self.slots[s].partition) for s in slots],
+                              state.producer_id, state.epoch)]
+
+    def transaction_due(self, now: float) -> bool:
+        return self.txn is not None and self.txn.due(now)
+
+    @property
+    def adding_partitions(self) -> bool:
+        return self.txn is not None and bool(self.txn.adding)
+
+    def begin_transaction_end(self, now: float) -> None:
+        """The open transaction ends: flush everything queued (whatever its window)."""
+        assert self.txn is not None
+        self.txn.start_end(now)
+        self._requests_before_end = len(self.ledger.metrics.requests)
+        self.flushing = True
+
+    def transaction_flushed(self, now: float) -> list[Command]:
+        """Every batch of the ending transaction has its outcome: EndTxn (or, for an empty
+        transaction, nothing: it ends here)."""
+        txn = self.txn
+        assert txn is not None
+        self.flushing = False
+        self._flushed_at = now
+        txn.on_flushed(now, len(self.ledger.metrics.requests) - self._requests_before_end)
+        commit = txn.commits()
+        if txn.empty:
+            self._end_transaction(commit, now)
+            return []
+        state = self.sender.id
+        return [EndTransaction(commit, state.producer_id, state.epoch)]
+
+    def _end_transaction(self, committed: bool, now: float) -> None:
+        assert self.txn is not None
+        aborted = self.txn.on_ended(committed, now - self._flushed_at, now)
+        if aborted:
+            self.ledger.abort(aborted)
+        self.ledger.transaction_closed()
+
+    # --------------------------------------------------------------------- end
+    def close(self, reason: str, now: float) -> None:
+        """The run stops now: what is in flight, retrying or queued ends with `reason`
+        (unknown where it may have been written, failed where it never was)."""
+        self._apply(self.sender.stop(reason), now)
+        queued = self.accumulator.take_all()
+        unknown = [b for b in queued if b.maybe_written]
+        never = [b for b in queued if not b.maybe_written]
+        if unknown:
+            self._apply([Unknown(unknown, reason)], now)
+        if never:
+            self._apply([Fail(never, reason)], now)
