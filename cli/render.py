@@ -51,9 +51,10 @@ def summary_table(result: dict[str, Any]) -> Table:
     ]
     lat = result["latency"]
     rows += [
-        ("latency p50 / p95 / p99 ms", f"{_ms(lat['p50_ms'])} / {_ms(lat['p95_ms'])} / "
-                                       f"{_ms(lat['p99_ms'])}"),
-        ("latency p99.9 / max ms", f"{_ms(lat['p999_ms'])} / {_ms(lat['max_ms'])}"),
+        ("ack latency p50 / p95 / p99 ms", f"{_ms(lat['p50_ms'])} / {_ms(lat['p95_ms'])} / "
+                                           f"{_ms(lat['p99_ms'])}"),
+        ("ack latency p99.9 / max ms", f"{_ms(lat['p999_ms'])} / {_ms(lat['max_ms'])}"),
+        *_e2e_rows(result),
         ("linger per request p50 / p99 / max ms",
          f"{_ms(result['linger']['p50_ms'])} / {_ms(result['linger']['p99_ms'])} / "
          f"{_ms(result['linger']['max_ms'])}"),
@@ -90,6 +91,17 @@ def summary_table(result: dict[str, Any]) -> Table:
     if result.get("complete") is False:
         table.add_row("complete", "no: stopped before its end")
     return table
+
+
+def _e2e_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """End-to-end latency (intended send to consume), in runs with --consume."""
+    e2e = result.get("e2e_latency")
+    if not e2e:
+        return []
+    return [("end-to-end latency p50 / p95 / p99 ms",
+             f"{_ms(e2e['p50_ms'])} / {_ms(e2e['p95_ms'])} / {_ms(e2e['p99_ms'])}"),
+            ("end-to-end latency p99.9 / max ms",
+             f"{_ms(e2e['p999_ms'])} / {_ms(e2e['max_ms'])}")]
 
 
 def _volume_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
