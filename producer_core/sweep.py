@@ -180,7 +180,7 @@ SLO_METRICS = {"p50": "p50_ms", "p95": "p95_ms", "p99": "p99_ms", "p999": "p999_
                "p99.9": "p999_ms", "max": "max_ms"}
 E2E_SLO_METRICS = {f"e2e_{name}": f"e2e_{field}" for name, field in SLO_METRICS.items()}
 """End-to-end latency objectives (`--slo 'e2e_p99<=200ms'`): cells run with --consume."""
-_SLO = re.compile(r"^\s*(?P<metric>[a-z0-9.]+)\s*(?P<op><=|<)\s*(?P<value>\d+(?:\.\d+)?)"
+_SLO = re.compile(r"^\s*(?P<metric>[a-z0-9._]+)\s*(?P<op><=|<)\s*(?P<value>\d+(?:\.\d+)?)"
                   r"\s*(?P<unit>ms|s)?\s*$")
 
 
