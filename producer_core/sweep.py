@@ -296,8 +296,12 @@ class CellResult:
             return max(values)
         return float(statistics.median(values))
 
+    def has(self, name: str) -> bool:
+        """Every run has this figure (end-to-end latency: only runs whose consumers read)."""
+        return bool(self.runs) and all(name in run_figures(r) for r in self.runs)
+
     def spread(self) -> dict[str, dict[str, float]]:
-        names = run_figures(self.runs[0]).keys() if self.runs else ()
+        names = [n for n in run_figures(self.runs[0]) if self.has(n)] if self.runs else ()
         return {n: {s: self.figure(n, s) for s in ("median", "min", "max")} for n in names}
 
 
@@ -319,7 +323,7 @@ def pareto(points: Sequence[tuple[str, float, float]]) -> list[str]:
 def frontiers(results: Sequence[CellResult], latency: str = "p99_ms") -> dict[str, list[str]]:
     """Pareto frontiers over the cells that ran cleanly (medians over repeats):
     requests/s against `latency`, and bytes per request (higher is better) against it."""
-    good = [r for r in results if r.ok]
+    good = [r for r in results if r.ok and r.has(latency)]
     return {
         "requests_per_s": pareto([(r.cell.id, r.figure("requests_per_s"), r.figure(latency))
                                   for r in good]),
@@ -333,7 +337,7 @@ def frontiers(results: Sequence[CellResult], latency: str = "p99_ms") -> dict[st
 
 def meets(result: CellResult, slo: Slo) -> bool:
     """The SLO holds in every repeat (the worst repeat decides)."""
-    return result.ok and slo.holds(result.figure(slo.metric, "max"))
+    return result.ok and result.has(slo.metric) and slo.holds(result.figure(slo.metric, "max"))
 
 
 def _best(results: Sequence[CellResult], slo: Slo) -> CellResult | None:
@@ -362,7 +366,7 @@ def recommend(results: Sequence[CellResult], slo: Slo,
     compared with the best cell of `reference_mode` that meets the SLO too."""
     best = _best(results, slo)
     if best is None:
-        ran = [r for r in results if r.ok]
+        ran = [r for r in results if r.ok and r.has(slo.metric)]
         if not ran:
             return {"cell": None, "text": f"No cell ran cleanly, so none meets {slo.text}."}
         closest = min(ran, key=lambda r: r.figure(slo.metric))

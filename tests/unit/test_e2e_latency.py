@@ -189,3 +189,35 @@ def test_compare_gate_and_sweep_take_e2e_where_runs_have_it():
     slo = parse_slo("e2e_p99<=200ms")
     assert slo.end_to_end and slo.metric == "e2e_p99_ms"
     assert slo.holds(run_figures(runs[1])[slo.metric])
+
+
+def test_shares_merge_e2e_exactly():
+    from producer_core.distributed.merge import from_payload, merge_results, to_payload
+    from producer_core.intervals import merge_intervals
+
+    rng = np.random.default_rng(5)
+    samples = [rng.exponential(0.1, 2000), rng.exponential(0.3, 1000)]
+    shares = []
+    for values in samples:
+        results = fake_results("broker")
+        results.e2e = e2e.histogram(values)
+        results.consumers = {"consumers": 1, "records_read": len(values), "problems": []}
+        shares.append(from_payload(json.loads(json.dumps(to_payload(results)))))
+    merged = merge_results(shares)
+    whole = e2e.histogram(np.concatenate(samples))
+    assert merged.e2e.count == 3000
+    assert merged.e2e.percentile_ms(99) == whole.percentile_ms(99)
+    assert merged.consumers["records_read"] == 3000
+    assert merged.to_dict()["e2e_latency"]["p99_ms"] == pytest.approx(
+        whole.percentile_ms(99), abs=0.001)
+    rows = [{"interval_s": 1.0, "topics": {}, "run": [{
+        "start_s": 0.0, "end_s": 1.0, "acknowledged": 10, "failed": 0, "requests": 1,
+        "records": 10, "wire_bytes": 1, "payload_bytes": 1, "generated": 10, "msgs_per_s": 10,
+        "mb_per_s": 0.0, "requests_per_s": 1, "msgs_per_req": 10, "p50_ms": 1, "p99_ms": 1,
+        "max_ms": 1, "latency_count": 10, "latency_us": LatencyHistogram().encode(),
+        "consumed": len(values), "lag_messages": 2, "lag_s": lag,
+        "e2e_latency_us": e2e.histogram(values).encode()}]}
+        for values, lag in zip(samples, (0.2, 0.5), strict=True)]
+    row = merge_intervals(rows)["run"][0]
+    assert (row["consumed"], row["lag_messages"], row["lag_s"]) == (3000, 4, 0.5)
+    assert row["e2e_p99_ms"] == whole.percentile_ms(99)
