@@ -32,7 +32,8 @@ READY_TIMEOUT_S = 20.0
 without them."""
 POLL_S = 0.05
 BATCH = 10_000
-MAX_PROBLEMS = 20
+MAX_PROBLEMS = 5
+"""Distinct problems a consumer reports (the first ones say what went wrong)."""
 STOPPED, NOT_READY, FAILED = -1, -2, -3
 """Special values of a process's live count while it is not reading."""
 

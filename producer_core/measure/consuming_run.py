@@ -40,6 +40,8 @@ DRAIN_TIMEOUT_S = 60.0
 """Longest the consumers may read on after the run."""
 QUIET_S = 5.0
 """Nothing new read this long after the run: the consumers have all there is."""
+FELL_BEHIND_S = 2.0
+"""Reading on this long after the run means the consumers did not keep up."""
 CLOCK_NOTE = ("one host: consume and intended times on the same monotonic clock")
 
 
@@ -223,6 +225,13 @@ class ConsumingRun:
         }
         drained = float(lat.consume_rel.max()) - results.duration_s if len(lat.consume_rel) else 0.0
         section["drain_s"] = round(max(0.0, drained), 3)
+        if drained > FELL_BEHIND_S:
+            lag = section["lag"]
+            self._problem(section["problems"],
+                          f"the consumers fell behind: they needed {drained:,.1f} s after the "
+                          f"run to catch up (lag up to {lag['max_messages']:,} messages, "
+                          f"{lag['max_s']:,.1f} s); end-to-end latency then measures the "
+                          "consumers' backlog, not the producer")
 
     def _section(self, problems: list[str], readback: Mapping[str, Any] | None
                  ) -> dict[str, Any]:
