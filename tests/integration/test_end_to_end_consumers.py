@@ -119,9 +119,13 @@ def test_consumers_that_cannot_connect_leave_the_producer_results(tansu_broker,
 
 def test_more_consumers_than_partitions(tansu_broker, tmp_path: Path):
     path = tmp_path / "r.json"
-    done = produce(tansu_broker.bootstrap, path, "--consumers", "5", partitions=2, rate=500,
-                   duration_s=1.0)
+    out = tmp_path / "out"
+    done = produce(tansu_broker.bootstrap, path, "--consumers", "5", "--out", str(out),
+                   partitions=2, rate=500, duration_s=1.0)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "--consumers 5 is more than the run's 2 partitions" in done.stderr
     doc = json.loads(path.read_text())
     assert doc["consumers"]["readback"]["present"] == 500
+    saved = json.loads((out / "results.json").read_text())
+    hgrm = out / saved["files"]["e2e_latency_hgrm"]
+    assert "Total count    =          500" in hgrm.read_text()
