@@ -95,7 +95,7 @@ def progress_text(label: str, p: Progress) -> str:
     return (f"{label}  {p.elapsed_s:6.1f} s  generated {p.generated:,}{total}  "
             f"acked {p.acknowledged:,} ({rate:,.0f}/s)  failed {p.failed:,}  "
             f"in flight {p.in_flight_requests}  requests {p.requests_sent:,}  "
-            f"p99 {p.p99_ms:,.1f} ms")
+            f"ack p99 {p.p99_ms:,.1f} ms")
 
 
 def interval_line(label: str, row: dict[str, Any]) -> str:

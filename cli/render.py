@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from producer_core.metric_catalog import SUMMARY, SUMMARY_METRICS
+from producer_core.metric_catalog import summary_metric
 
 console = Console(stderr=True)
 """Progress and notices go to stderr so stdout stays clean for tables and pipes."""
@@ -163,7 +163,8 @@ def print_warnings(result: dict[str, Any]) -> None:
 
 
 def _cell(metric: str, cell: dict[str, float], repeat: int) -> str:
-    digits = SUMMARY[metric].digits
+    declared = summary_metric(metric)
+    digits = declared.digits if declared is not None else 1
     text = f"{cell['median']:,.{digits}f}"
     if repeat > 1:
         text += f" ({cell['min']:,.{digits}f}–{cell['max']:,.{digits}f})"
@@ -185,9 +186,9 @@ def comparison_table(document: dict[str, Any]) -> Table:
         table.add_column(mode, justify="right")
         if index:
             table.add_column(f"change vs {modes[0]}", justify="right")
-    for metric in SUMMARY_METRICS:
-        if any(metric not in summary[mode] for mode in modes):
-            continue  # results of an older kbatch, before this metric
+    from producer_core.compare import present_metrics
+
+    for metric in present_metrics(summary, modes):  # older results lack some metrics
         row = [metric]
         for index, mode in enumerate(modes):
             row.append(_cell(metric, summary[mode][metric], repeat))
@@ -195,6 +196,9 @@ def comparison_table(document: dict[str, Any]) -> Table:
                 row.append(change_text(metric, summary[modes[0]][metric]["median"],
                                        summary[mode][metric]["median"]))
         table.add_row(*row)
+    table.caption = ("p50_ms ... max_ms: ack latency (intended send → acknowledgement)" + (
+        "; e2e_*: end-to-end latency (intended send → consume)"
+        if any("e2e_p99_ms" in summary[mode] for mode in modes) else ""))
     return table
 
 

@@ -87,10 +87,6 @@ def consumer_properties(bootstrap: str, security: Mapping[str, str],
     return props
 
 
-def problem_text(code: str, text: str, secrets: Mapping[str, Any]) -> str:
-    return scrub(f"{code}: {text}", secrets)
-
-
 def consume_main(plan: ConsumerPlan, counts: Any, stop: Any) -> None:
     """A consumer process: read until `stop`, then write what was read to `out_path`."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -98,12 +94,13 @@ def consume_main(plan: ConsumerPlan, counts: Any, stop: Any) -> None:
     problems: dict[str, str] = {}
     secrets = dict(plan.properties)
 
-    def note(code: str, text: str) -> None:
-        if code not in problems and len(problems) < MAX_PROBLEMS:
-            problems[code] = problem_text(code, text, secrets)
+    def note(key: str, text: str) -> None:
+        """One line per kind of problem (the first), secrets scrubbed."""
+        if key not in problems and len(problems) < MAX_PROBLEMS:
+            problems[key] = scrub(text, secrets)
 
     def on_error(err: Any) -> None:
-        note(err.name(), err.str())
+        note(err.name(), f"{err.name()}: {err.str()}")
 
     topic_index = {a.topic: a.topic_index for a in plan.assignments}
     columns = {name: array(kind) for name, kind in (
@@ -114,7 +111,7 @@ def consume_main(plan: ConsumerPlan, counts: Any, stop: Any) -> None:
     try:
         consumer = Consumer({**plan.properties, "error_cb": on_error})
     except Exception as exc:  # noqa: BLE001 - a bad property is one line, not a traceback
-        note("config", str(exc))
+        note("config", f"the consumer refused its properties: {exc}")
         counts[plan.index] = FAILED
         _write(plan.out_path, columns, problems, 0)
         return
@@ -135,7 +132,8 @@ def consume_main(plan: ConsumerPlan, counts: Any, stop: Any) -> None:
                 err = msg.error()
                 if err is not None:
                     if err.code() != KafkaError._PARTITION_EOF:
-                        note(err.name(), f"{msg.topic()}[{msg.partition()}]: {err.str()}")
+                        note(err.name(), f"{err.name()}: {msg.topic()}[{msg.partition()}]: "
+                                         f"{err.str()}")
                     continue
                 value = msg.value()
                 if value is None or len(value) < 8:
@@ -150,6 +148,7 @@ def consume_main(plan: ConsumerPlan, counts: Any, stop: Any) -> None:
                 read += 1
             if counts[plan.index] >= 0:
                 counts[plan.index] = read
+        _gone_topics(consumer, plan.assignments, note)
     finally:
         consumer.close()
     _write(plan.out_path, columns, problems, short_values)
@@ -164,9 +163,24 @@ def _reachable(consumer: Any, assignments: Sequence[Assignment], note: Any) -> b
             consumer.get_watermark_offsets(TopicPartition(a.topic, a.partition), timeout=10)
         except KafkaException as exc:
             err = exc.args[0]
-            note(err.name(), f"{a.topic}[{a.partition}]: {err.str()}")
+            note(err.name(), f"{err.name()}: {a.topic}[{a.partition}]: {err.str()}")
             return False
     return True
+
+
+def _gone_topics(consumer: Any, assignments: Sequence[Assignment], note: Any) -> None:
+    """Name the run's topics the cluster no longer has (deleted while the run ran): a
+    consumer assigned to one reads nothing more and says nothing itself."""
+    from confluent_kafka import KafkaException
+
+    try:
+        existing = consumer.list_topics(timeout=5).topics
+    except KafkaException:
+        return
+    for topic in sorted({a.topic for a in assignments}):
+        if topic not in existing:
+            note(f"gone:{topic}", f"topic {topic!r} no longer exists (deleted during the run?):"
+                                  " the consumers could not read what came after")
 
 
 def _write(path: str, columns: Mapping[str, array], problems: Mapping[str, str],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,30 @@ def test_more_consumers_than_partitions(tansu_broker, tmp_path: Path):
     saved = json.loads((out / "results.json").read_text())
     hgrm = out / saved["files"]["e2e_latency_hgrm"]
     assert "Total count    =          500" in hgrm.read_text()
+
+
+def test_topic_deleted_mid_run(kafka_cluster: KafkaCluster, tmp_path: Path):
+    from confluent_kafka.admin import AdminClient
+
+    path, topic = tmp_path / "r.json", fresh_topic("e2e-gone")
+    proc = subprocess.Popen(
+        [*KBATCH, "produce", "--bootstrap-servers", kafka_cluster.bootstrap, "--topic", topic,
+         "--partitions", "4", "--rate", "500", "--duration", "8", "--consume",
+         "--allow-failures", "-X", "delivery.timeout.ms=4000", "-X", "request.timeout.ms=2000",
+         "--json", str(path), "--no-progress"],
+        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
+    deadline = time.monotonic() + 120
+    while topic not in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.5)
+    time.sleep(4)  # the consumers have read some by now
+    admin.delete_topics([topic])[topic].result(30)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stdout + stderr
+    assert "Traceback" not in stderr
+    doc = json.loads(path.read_text())
+    section = doc["consumers"]
+    assert any(f"topic {topic!r} no longer exists" in p for p in section["problems"])
+    assert f"Consumers: topic {topic!r} no longer exists" in stderr.replace("\n", " ")
+    assert 0 < section["records_read"] <= doc["messages"]["acknowledged"]
