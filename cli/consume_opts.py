@@ -53,7 +53,8 @@ def consume_from_flags(consume: bool, consumers: int | None,
         given = [name for name, value in (("--consumers", consumers),
                                           ("--consumer-config", configs)) if value]
         if given:
-            raise UsageError(f"{' and '.join(given)} only apply with --consume.")
+            verb = "apply" if len(given) > 1 else "applies"
+            raise UsageError(f"{' and '.join(given)} {verb} only with --consume.")
         return None
     if consumers is not None and not 1 <= consumers <= 256:
         raise UsageError(f"--consumers must be 1 to 256 (got {consumers}).")

@@ -162,8 +162,8 @@ def announce_start(target: BrokerTarget) -> None:
               help="Live progress display (only shown on a terminal).")
 @transaction_options
 @delivery_options
-@consume_options
 @friendly_errors
+@consume_options
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
             command_config: Path | None, replication_factor: int | None,
             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
@@ -261,8 +261,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
               help="Live progress display (only shown on a terminal).")
 @transaction_options
 @delivery_options
-@consume_options
 @friendly_errors
+@consume_options
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
                   command_config: Path | None, replication_factor: int | None,

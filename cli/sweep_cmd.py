@@ -232,8 +232,8 @@ def sweep_table(document: dict[str, Any]) -> Table:
               help="Draw frontier.png (matplotlib).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress bar with ETA on a terminal (plain lines otherwise).")
-@consume_options
 @friendly_errors
+@consume_options
 def sweep(modes_text: str, windows_text: str, rates_text: str | None,
           axes_text: tuple[str, ...], overrides: tuple[str, ...], repeats: int,
           slo_text: str | None, reference_mode: str, bootstrap_servers: str | None,

@@ -131,7 +131,11 @@ def consume_main(plan: ConsumerPlan, counts: Any, stop: Any) -> None:
             for msg in batch:
                 err = msg.error()
                 if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF:
+                    if err.code() == KafkaError._AUTO_OFFSET_RESET:
+                        note(err.name(), f"{msg.topic()}[{msg.partition()}]: the offset the "
+                                         "consumer was at no longer exists (topic deleted, "
+                                         f"re-created or truncated during the run?): {err.str()}")
+                    elif err.code() != KafkaError._PARTITION_EOF:
                         note(err.name(), f"{err.name()}: {msg.topic()}[{msg.partition()}]: "
                                          f"{err.str()}")
                     continue

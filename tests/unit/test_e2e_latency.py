@@ -157,7 +157,7 @@ def test_consume_flags():
     assert consume_from_flags(False, None, ()) is None
     options = consume_from_flags(True, 3, ("fetch.max.wait.ms=10",))
     assert options.consumers == 3 and options.config == (("fetch.wait.max.ms", "10"),)
-    with pytest.raises(UsageError, match="only apply with --consume"):
+    with pytest.raises(UsageError, match="applies only with --consume"):
         consume_from_flags(False, 2, ())
     with pytest.raises(UsageError, match="group.id"):
         consume_from_flags(True, None, ("group.id=x",))
