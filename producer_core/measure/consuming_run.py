@@ -99,6 +99,8 @@ class ConsumingRun:
     def __call__(self, workload: Workload, settings: Any, mode: str, bootstrap: str,
                  on_progress: Any = None, **kwargs: Any) -> Any:
         problems: list[str] = []
+        self._isolation: str | None = None
+        self._user_config = redact(dict(self.options.config))
         processes, tmp = self._start(workload, settings, bootstrap, problems)
         deliveries: list[Delivery] = kwargs.pop("deliveries", None) or []
         live = LiveConsumers(on_progress, processes) if (
@@ -112,8 +114,11 @@ class ConsumingRun:
             if tmp is not None:
                 tmp.cleanup()
             raise
+        stop = kwargs.get("stop")
+        stopped = not results.metrics.complete or (stop is not None and stop.is_set())
         try:
-            self._measure(workload, settings, results, processes, deliveries, problems)
+            self._measure(workload, settings, results, processes, deliveries, problems,
+                          stopped)
         finally:
             if tmp is not None:
                 tmp.cleanup()
@@ -146,7 +151,6 @@ class ConsumingRun:
                  for i, group in enumerate(groups)]
         processes = ConsumerProcesses(plans)
         self._isolation = props["isolation.level"]
-        self._user_config = redact(dict(self.options.config))
         if not processes.start():
             self._problem(problems, "some consumers could not reach their partitions "
                                     "before the run; end-to-end figures cover what the "
@@ -160,7 +164,7 @@ class ConsumingRun:
     # ------------------------------------------------------------------ after the run
     def _measure(self, workload: Workload, settings: Any, results: Any,
                  processes: ConsumerProcesses | None, deliveries: list[Delivery],
-                 problems: list[str]) -> None:
+                 problems: list[str], stopped: bool = False) -> None:
         acked: dict[str, list[int]] = {}
         aborted: dict[str, list[int]] = {}
         for delivery in deliveries:
@@ -172,7 +176,10 @@ class ConsumingRun:
         if processes is None:
             results.consumers = self._section(problems, None)
             return
-        complete = processes.drain(expected, self.options.drain_timeout_s, self.options.quiet_s)
+        if stopped:  # a stopped run ends now: no reading on
+            self._problem(problems, "the run was stopped: the consumers stopped with it")
+        complete = processes.drain(expected, 0.0 if stopped else self.options.drain_timeout_s,
+                                   self.options.quiet_s)
         consumed, found, short = processes.finish()
         for text in found:
             if text not in problems:
@@ -237,8 +244,8 @@ class ConsumingRun:
                  ) -> dict[str, Any]:
         return {
             "consumers": self.options.consumers,
-            "isolation_level": getattr(self, "_isolation", None),
-            "config": getattr(self, "_user_config", {}),
+            "isolation_level": self._isolation,
+            "config": self._user_config,
             "clock": CLOCK_NOTE,
             "readback": dict(readback) if readback is not None else None,
             "problems": list(problems),

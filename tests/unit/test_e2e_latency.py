@@ -221,3 +221,45 @@ def test_shares_merge_e2e_exactly():
     row = merge_intervals(rows)["run"][0]
     assert (row["consumed"], row["lag_messages"], row["lag_s"]) == (3000, 4, 0.5)
     assert row["e2e_p99_ms"] == whole.percentile_ms(99)
+
+
+def test_live_interval_rows_get_the_consumers_counts():
+    from producer_core.measure.consuming_run import LiveConsumers
+
+    class Processes:
+        count = 0
+
+        def consumed(self) -> int:
+            return self.count
+
+    class Sink:
+        report_interval_s = 1.0
+
+        def __init__(self) -> None:
+            self.rows: list[dict] = []
+            self.progress: list = []
+
+        def __call__(self, progress) -> None:
+            self.progress.append(progress)
+
+        def on_interval(self, row: dict) -> None:
+            self.rows.append(dict(row))
+
+    processes, sink = Processes(), Sink()
+    live = LiveConsumers(sink, processes)
+    assert live.report_interval_s == 1.0
+    processes.count = 90
+    live.on_interval({"acknowledged": 100})
+    processes.count = 200
+    live.on_interval({"acknowledged": 120})
+    live("p")
+    assert [(r["consumed"], r["lag_messages"]) for r in sink.rows] == [(90, 10), (110, 20)]
+    assert sink.progress == ["p"]
+
+    class Quiet:
+        on_interval = None
+
+        def __call__(self, progress) -> None:
+            pass
+
+    assert LiveConsumers(Quiet(), processes).on_interval is None
