@@ -66,7 +66,13 @@ def interval_suffix(row: dict[str, Any]) -> str:
     """The consumers' part of an interval line (empty without consumers)."""
     if "consumed" not in row:
         return ""
-    text = f"  consumed {row['consumed']:,}  lag {row.get('lag_messages', 0):,} msgs"
+    lag = row.get("lag_messages", 0)
+    if "lag_s" in row:
+        seconds = f"{row['lag_s']:,.2f} s"
+    else:  # live: the lag in messages at the interval's acknowledgement rate
+        rate = row.get("msgs_per_s") or 0
+        seconds = f"~{lag / rate:,.2f} s" if rate else "- s"
+    text = f"  consumed {row['consumed']:,}  lag {lag:,} msgs / {seconds}"
     if "e2e_p99_ms" in row:
         text += f"  e2e p99 {row['e2e_p99_ms']:,.1f} ms"
     return text

@@ -263,3 +263,14 @@ def test_live_interval_rows_get_the_consumers_counts():
             pass
 
     assert LiveConsumers(Quiet(), processes).on_interval is None
+
+
+def test_interval_line_shows_consumers_lag_in_messages_and_seconds():
+    from cli.consume_render import interval_suffix
+
+    assert interval_suffix({"msgs_per_s": 100.0}) == ""
+    live = interval_suffix({"consumed": 90, "lag_messages": 50, "msgs_per_s": 100.0})
+    assert live == "  consumed 90  lag 50 msgs / ~0.50 s"
+    exact = interval_suffix({"consumed": 90, "lag_messages": 50, "lag_s": 0.25,
+                             "e2e_p99_ms": 12.5})
+    assert exact == "  consumed 90  lag 50 msgs / 0.25 s  e2e p99 12.5 ms"
