@@ -20,7 +20,7 @@ from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 from producer_core.config import MODES  # noqa: E402
 from producer_core.histogram import LatencyHistogram  # noqa: E402
 
-__all__ = ["latency_chart", "mode_color", "over_time_chart", "percentile_curve",
+__all__ = ["ack_vs_e2e_chart", "latency_chart", "mode_color", "over_time_chart", "percentile_curve",
            "requests_chart", "rps_chart"]
 
 _STYLES = ("-", "--", ":", "-.")
@@ -65,7 +65,7 @@ def percentile_curve(histogram: LatencyHistogram,
 
 
 def latency_chart(series: Mapping[str, LatencyHistogram], path: Path,
-                  title: str = "Latency by percentile (intended send → acknowledgement)",
+                  title: str = "Ack latency by percentile (intended send → acknowledgement)",
                   modes: Sequence[str] | None = None) -> Path:
     """Percentile distribution per label on HdrHistogram's log 1/(1-p) axis; `modes`
     (one per label) colours each curve by its mode."""
@@ -171,7 +171,7 @@ OVER_TIME_PANELS = (
     ("msgs_per_s", "messages acknowledged per second"),
     ("mb_per_s", "MB/s (keys + values acknowledged)"),
     ("requests_per_s", "ProduceRequests per second"),
-    ("p99_ms", "latency p99 (solid) and p50 (dotted), ms"),
+    ("p99_ms", "ack latency p99 (solid) and p50 (dotted), ms"),
 )
 
 
@@ -206,6 +206,40 @@ def over_time_chart(series: Mapping[str, tuple[str, list[dict]]], path: Path) ->
     axes[-1].set_xlabel("seconds since the run's start")
     if series:
         axes[0].legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return path
+
+
+def ack_vs_e2e_chart(series: Mapping[str, tuple[str, LatencyHistogram, LatencyHistogram]],
+                     path: Path) -> Path:
+    """Per label (`series`: label -> (mode, ack latency, end-to-end latency)): the ack
+    latency's percentile curve (solid) and the end-to-end latency's (dashed) in the mode's
+    colour, so what the consumer waits beyond the acknowledgement is the gap."""
+    fig = Figure(figsize=(9, 5), dpi=110)
+    ax = fig.add_subplot()
+    widest = 10.0
+    for index, (label, (mode, ack, e2e)) in enumerate(series.items()):
+        color = mode_color(mode) if mode in MODES else f"C{index % 10}"  # sweep cells
+        for histogram, style, kind in ((ack, "-", "ack"), (e2e, "--", "end-to-end")):
+            x, y = percentile_curve(histogram)
+            if x.size:
+                ax.plot(x, y, label=f"{label} {kind} (n={histogram.count:,})", linewidth=1.8,
+                        color=color, linestyle=style)
+                widest = max(widest, float(x[-1]))
+    ax.set_xscale("log")
+    ticks = [(v, t) for v, t in _TICKS if v <= widest * 1.01]
+    ax.xaxis.set_major_locator(FixedLocator([v for v, _ in ticks]))
+    ax.set_xticklabels([t for _, t in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(1, widest * 1.05)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title("Ack latency (solid) and end-to-end latency (dashed) by percentile")
+    ax.grid(True, which="major", alpha=0.35)
+    if series:
+        ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, format="png")
     return path

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from cli.analyze_cmd import analyze
 from cli.capacity_cmd import capacity
 from cli.client_opts import client_inputs, client_options, finish_settings
+from cli.consume_opts import check_consume, consume_options, consuming
+from cli.consume_render import consumers_tables
 from cli.dashboard import dashboard_option, dashboard_warn, finish_dashboard, open_dashboard
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
@@ -105,10 +108,16 @@ def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
         raise UsageError(reason)
 
 
-def engine_call(engine_run: Any, verify: bool, stopper: StopOnSignal) -> tuple[Any, dict]:
-    """The run callable (reading back with --verify) and its keyword arguments."""
+def engine_call(engine_run: Any, verify: bool, stopper: StopOnSignal,
+                consume: Any = None) -> tuple[Any, dict]:
+    """The run callable (reading back with --verify, or with --consume's consumers, whose
+    read-back then is the verify) and its keyword arguments."""
     stopper.stoppable = accepts_stop(engine_run)
-    run = VerifyingRun(engine_run) if verify else engine_run
+    if consume is not None:
+        run = consuming(engine_run, consume, verify, lambda text: console.print(
+            f"[yellow]{escape(text)}[/yellow]", soft_wrap=True))
+    else:
+        run = VerifyingRun(engine_run) if verify else engine_run
     return run, ({"stop": stopper.event} if stopper.stoppable else {})
 
 
@@ -167,11 +176,12 @@ def announce_start(target: BrokerTarget) -> None:
 @delivery_options
 @dashboard_option
 @friendly_errors
+@consume_options
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
             command_config: Path | None, replication_factor: int | None,
             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
             progress: bool, overwrite: bool, verify: bool, allow_failures: bool,
-            **workload_flags: Any) -> None:
+            consume: Any = None, **workload_flags: Any) -> None:
     """Produce a workload in one linger mode and report what it cost.
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
@@ -190,6 +200,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     workload = with_payload(workload_from_flags(**workload_flags), payload)
     check_fits(workload, settings)
     check_verify(verify, runner, workload)
+    check_consume(consume, runner.master, workload)
     check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
     open_dashboard(dashboard_spec, f"kbatch produce — mode {mode}")
     with StopOnSignal() as stopper:
@@ -197,7 +208,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             announce_start(target)
             console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                           f"mode {mode}{runner.description}.")
-            run, stop = engine_call(engine_run, verify, stopper)
+            run, stop = engine_call(engine_run, verify, stopper, consume)
             with runner.progress(f"[{mode}]", progress) as on_progress, \
                     warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -212,6 +223,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
         out.print(summary_table(payload))
         if len(payload.get("topics", {})) > 1:
             out.print(topics_table(payload))
+        for table in consumers_tables(payload):
+            out.print(table)
         if "verify" in payload:
             out.print(verify_table(payload["verify"]))
         print_warnings(payload)
@@ -270,12 +283,14 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 @delivery_options
 @dashboard_option
 @friendly_errors
+@consume_options
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
                   command_config: Path | None, replication_factor: int | None,
                   topic_configs: tuple[str, ...], json_path: Path | None,
                   out_dir: Path | None, progress: bool, overwrite: bool,
-                  verify: bool, allow_failures: bool, **workload_flags: Any) -> None:
+                  verify: bool, allow_failures: bool, consume: Any = None,
+                  **workload_flags: Any) -> None:
     """Run one workload under several modes and show them side by side.
 
     Each mode runs on a fresh topic with the same partitions and the same message sequence
@@ -302,6 +317,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     for mode_run in mode_runs:
         check_fits(workload, mode_run.settings)
     check_verify(verify, runner, workload)
+    check_consume(consume, runner.master, workload)
     check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
     open_dashboard(dashboard_spec, f"kbatch compare-modes {','.join(modes)}")
     for mode_run in mode_runs:
@@ -326,7 +342,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         announce_start(target)
         console.print(f"Comparing {', '.join(modes)} on {target.description}"
                       f"{runner.description}.")
-        run, stop = engine_call(engine_run, verify, stopper)
+        run, stop = engine_call(engine_run, verify, stopper, consume)
         recorder = RunRecorder(on_its_broker(run))
         document = compare(workload, mode_runs, target.bootstrap, repeat, on_start,
                            run_one=recorder, stop=stop.get("stop"))
@@ -339,6 +355,9 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                   implementation=target.implementation, version=target.version)
         out.print(comparison_table(document))
         for run_document in document["runs"]:
+            for table in consumers_tables(run_document, f"mode {run_document['mode']}, "
+                                                        f"round {run_document['round']}"):
+                out.print(table)
             if "verify" in run_document:
                 out.print(verify_table(run_document["verify"],
                                        f"mode {run_document['mode']}, round "

@@ -23,6 +23,7 @@ import click
 from rich.live import Live
 from rich.text import Text
 
+from cli.consume_render import interval_suffix
 from cli.render import console, out
 from producer_core.engine import Progress
 from producer_core.intervals import DEFAULT_INTERVAL_S
@@ -99,7 +100,7 @@ def progress_text(label: str, p: Progress) -> str:
     return (f"{label}  {p.elapsed_s:6.1f} s  generated {p.generated:,}{total}  "
             f"acked {p.acknowledged:,} ({rate:,.0f}/s)  failed {p.failed:,}  "
             f"in flight {p.in_flight_requests}  requests {p.requests_sent:,}  "
-            f"p99 {p.p99_ms:,.1f} ms")
+            f"ack p99 {p.p99_ms:,.1f} ms")
 
 
 def interval_line(label: str, row: dict[str, Any]) -> str:
@@ -107,8 +108,8 @@ def interval_line(label: str, row: dict[str, Any]) -> str:
     return (f"{label} {row['start_s']:7.1f}-{row['end_s']:.1f} s  "
             f"msgs/s {row['msgs_per_s']:,.0f}  MB/s {row['mb_per_s']:,.2f}  "
             f"req/s {row['requests_per_s']:,.0f}  msgs/req {row['msgs_per_req']:,.1f}  "
-            f"p50 {row['p50_ms']:,.1f} ms  p99 {row['p99_ms']:,.1f} ms  "
-            f"failed {row['failed']:,}")
+            f"ack p50 {row['p50_ms']:,.1f} ms  p99 {row['p99_ms']:,.1f} ms  "
+            f"failed {row['failed']:,}" + interval_suffix(row))
 
 
 class ProgressSink:

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from producer_core.metric_catalog import SUMMARY, SUMMARY_METRICS
+from producer_core.metric_catalog import summary_metric
 from producer_core.modes import COLLECTOR_MODES
 
 console = Console(stderr=True)
@@ -52,9 +52,10 @@ def summary_table(result: dict[str, Any]) -> Table:
     ]
     lat = result["latency"]
     rows += [
-        ("latency p50 / p95 / p99 ms", f"{_ms(lat['p50_ms'])} / {_ms(lat['p95_ms'])} / "
-                                       f"{_ms(lat['p99_ms'])}"),
-        ("latency p99.9 / max ms", f"{_ms(lat['p999_ms'])} / {_ms(lat['max_ms'])}"),
+        ("ack latency p50 / p95 / p99 ms", f"{_ms(lat['p50_ms'])} / {_ms(lat['p95_ms'])} / "
+                                           f"{_ms(lat['p99_ms'])}"),
+        ("ack latency p99.9 / max ms", f"{_ms(lat['p999_ms'])} / {_ms(lat['max_ms'])}"),
+        *_e2e_rows(result),
         ("linger per request p50 / p99 / max ms",
          f"{_ms(result['linger']['p50_ms'])} / {_ms(result['linger']['p99_ms'])} / "
          f"{_ms(result['linger']['max_ms'])}"),
@@ -102,6 +103,17 @@ def _same_linger(per_request: dict[str, Any], per_batch: dict[str, Any]) -> bool
     by design."""
     return all(abs(per_request[k] - per_batch[k]) <= max(0.5, 0.25 * per_request[k])
                for k in ("p50_ms", "p99_ms", "max_ms") if k in per_request and k in per_batch)
+
+
+def _e2e_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """End-to-end latency (intended send to consume), in runs with --consume."""
+    e2e = result.get("e2e_latency")
+    if not e2e:
+        return []
+    return [("end-to-end latency p50 / p95 / p99 ms",
+             f"{_ms(e2e['p50_ms'])} / {_ms(e2e['p95_ms'])} / {_ms(e2e['p99_ms'])}"),
+            ("end-to-end latency p99.9 / max ms",
+             f"{_ms(e2e['p999_ms'])} / {_ms(e2e['max_ms'])}")]
 
 
 def _volume_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -163,7 +175,8 @@ def print_warnings(result: dict[str, Any]) -> None:
 
 
 def _cell(metric: str, cell: dict[str, float], repeat: int) -> str:
-    digits = SUMMARY[metric].digits
+    declared = summary_metric(metric)
+    digits = declared.digits if declared is not None else 1
     text = f"{cell['median']:,.{digits}f}"
     if repeat > 1:
         text += f" ({cell['min']:,.{digits}f}–{cell['max']:,.{digits}f})"
@@ -183,8 +196,9 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
     repeat = document["repeat"]
     title = "kbatch compare-modes" + (f" — median (min–max) of {repeat} rounds"
                                       if repeat > 1 else "")
-    metrics = [metric for metric in SUMMARY_METRICS
-               if all(metric in summary[mode] for mode in modes)]  # older results: fewer
+    from producer_core.compare import present_metrics
+
+    metrics = present_metrics(summary, modes)  # older results lack some metrics
     cells = {mode: [_cell(metric, summary[mode][metric], repeat) for metric in metrics]
              for mode in modes}
     changes = {mode: [change_text(metric, summary[modes[0]][metric]["median"],
@@ -201,8 +215,6 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
         table.add_column(mode, justify="right", min_width=len(mode))
         if index and not compact:
             table.add_column(headers[mode], justify="right")
-    if compact:
-        table.caption = f"under each value: its change vs {modes[0]}"
     for row_index, metric in enumerate(metrics):
         row = [metric]
         for index, mode in enumerate(modes):
@@ -214,6 +226,10 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
             if index:
                 row.append(changes[mode][row_index])
         table.add_row(*row)
+    table.caption = ("p50_ms ... max_ms: ack latency (intended send → acknowledgement)" + (
+        "; e2e_*: end-to-end latency (intended send → consume)"
+        if any("e2e_p99_ms" in summary[mode] for mode in modes) else "") + (
+        f"; under each value: its change vs {modes[0]}" if compact else ""))
     return table
 
 

@@ -19,8 +19,15 @@ from cli.output_paths import writable_dir, writable_file
 from cli.render import comparison_table, console, out, summary_table, topics_table
 from producer_core.histogram import LatencyHistogram
 from producer_core.metric_catalog import SUMMARY_METRICS
+from producer_core.metrics import E2E_HISTOGRAM_KEY
 from producer_core.modes import keeps_request_log
-from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results, run_group
+from producer_core.results_io import (
+    RESULTS_FILE,
+    LoadedResults,
+    load_results,
+    merge_encoded,
+    run_group,
+)
 
 LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
                    ("p99.9", "p999_ms"), ("max", "max_ms"), ("mean", "mean_ms"))
@@ -44,17 +51,22 @@ def live_table(item: LoadedResults) -> Table:
 def latency_table(item: LoadedResults) -> Table:
     """Latency percentiles of every run, exactly as in the JSON (ms)."""
     narrow = (out.width or 80) < 100  # 80 columns: no vertical rules, so no number is cut
-    table = Table(title="latency, intended send → acknowledgement (ms)",
-                  box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
+    e2e = any("e2e_latency" in run for run in item.runs)
+    table = Table(title="ack latency, intended send → acknowledgement (ms)" + (
+        "; end-to-end, intended send → consume (--consume)" if e2e else ""),
+        box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
     labels = [_run_label(item, run) for run in item.runs]
     table.add_column("run", no_wrap=True, min_width=max(map(len, labels), default=3))
     for header, _ in LATENCY_COLUMNS:
         table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
     table.add_column("count", justify="right", no_wrap=True, min_width=5)
     for run in item.runs:
-        latency = run["latency"]
-        table.add_row(_run_label(item, run), *(f"{latency[key]:,.3f}" for _, key in
-                                               LATENCY_COLUMNS), f"{latency['count']:,}")
+        for suffix, key in (("", "latency"), (" end-to-end", "e2e_latency")):
+            latency = run.get(key)
+            if latency is None:
+                continue
+            table.add_row(_run_label(item, run) + suffix, *(
+                f"{latency[k]:,.3f}" for _, k in LATENCY_COLUMNS), f"{latency['count']:,}")
     return table
 
 
@@ -155,6 +167,12 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
     histograms: dict[str, LatencyHistogram] = {
         label: item.latency_histogram(mode) for item, mode, label in labels}
     charts["latency"] = latency_chart(histograms, out_dir / "latency.png", modes=modes)
+    with_e2e = {label: (mode, histograms[label], e2e) for item, mode, label in labels
+                if (e2e := _e2e_histogram(item, mode)) is not None}
+    if with_e2e:
+        from cli.charts import ack_vs_e2e_chart
+
+        charts["ack_vs_e2e"] = ack_vs_e2e_chart(with_e2e, out_dir / "ack_vs_e2e.png")
     charts["requests"] = requests_chart(
         [label for _, _, label in labels],
         [_median_of(item, mode, "requests_sent") for item, mode, _ in labels],
@@ -189,6 +207,15 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
     return charts
 
 
+def _e2e_histogram(item: LoadedResults, mode: str) -> LatencyHistogram | None:
+    """A mode's end-to-end latency merged over its rounds, if every round had consumers."""
+    runs = [run for run in item.runs if run_group(run) == mode]
+    blobs = [run.get("histograms", {}).get(E2E_HISTOGRAM_KEY) for run in runs]
+    if not blobs or any(blob is None for blob in blobs):
+        return None
+    return merge_encoded(blobs)
+
+
 def _missing_over_time(loaded: Sequence[LoadedResults]) -> list[str]:
     """Runs that no over-time chart shows, so the report can say so."""
     return [f"{_name(item)}: {_run_label(item, run)}" for item in loaded for run in item.runs
@@ -197,7 +224,8 @@ def _missing_over_time(loaded: Sequence[LoadedResults]) -> list[str]:
 
 
 _CHART_TITLES = {
-    "latency": "Latency percentile distribution",
+    "latency": "Ack latency percentile distribution",
+    "ack_vs_e2e": "Ack and end-to-end latency per mode (runs with --consume)",
     "requests": "Requests sent and messages per request",
     "over_time": "Rate, MB/s, requests per second and latency over time",
     "requests_per_second": "Requests per second",

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.consume_opts import consume_options, consuming
 from cli.dashboard import dashboard_option, finish_dashboard, open_dashboard, sweep_hooks
 from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape, workload_from_flags, workload_options
@@ -151,9 +152,12 @@ def sweep_table(document: dict[str, Any]) -> Table:
     table = Table(title=title + (" (latency in ms)" if narrow else ""),
                   box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
     widest = max((len(cell["id"]) for cell in sweep["cells"]), default=4)
-    names = (("cell", "status", "req/s", "msg/req", "B/req", "p50", "p99", "p99.9", "Pareto")
+    e2e = any("e2e_p99_ms" in (cell.get("figures") or {}) for cell in sweep["cells"])
+    e2e_names = (("e2e p50", "e2e p99") if narrow else ("e2e p50 ms", "e2e p99 ms")) if e2e else ()
+    names = (("cell", "status", "req/s", "msg/req", "B/req", "p50", "p99", "p99.9", *e2e_names,
+              "Pareto")
              if narrow else ("cell", "status", "requests/s", "msgs/req", "bytes/req",
-                             "p50 ms", "p99 ms", "p99.9 ms", "frontier"))
+                             "p50 ms", "p99 ms", "p99.9 ms", *e2e_names, "frontier"))
     for name in names:  # cell ids and numbers stay whole (widths set below), reasons wrap
         table.add_column(name, justify="left" if name in ("cell", "status") else "right",
                          no_wrap=name != "status", min_width=widest if name == "cell" else
@@ -163,7 +167,7 @@ def sweep_table(document: dict[str, Any]) -> Table:
         if not f:
             table.add_row(cell["id"], f"[red]{cell['status']}[/red]: "
                           f"{escape(cell.get('reason') or '')}",
-                          *[""] * 7)
+                          *[""] * (9 if e2e else 7))
             continue
         status = "ok" if cell["status"] == "ok" else \
             f"[red]failed[/red]: {escape(cell['reason'] or '')}"
@@ -173,7 +177,10 @@ def sweep_table(document: dict[str, Any]) -> Table:
                       _cell(f, "msgs_per_req", repeats, ",.1f"),
                       _cell(f, "bytes_per_request", repeats, ",.0f"),
                       _cell(f, "p50_ms", repeats, ",.1f"), _cell(f, "p99_ms", repeats, ",.1f"),
-                      _cell(f, "p999_ms", repeats, ",.1f"), mark)
+                      _cell(f, "p999_ms", repeats, ",.1f"),
+                      *((_cell(f, "e2e_p50_ms", repeats, ",.1f") if "e2e_p50_ms" in f else "-",
+                         _cell(f, "e2e_p99_ms", repeats, ",.1f") if "e2e_p99_ms" in f else "-")
+                        if e2e else ()), mark)
     for column in table.columns[2:]:
         column.min_width = max(len(str(column.header)),
                                *(len(str(value)) for value in column.cells))
@@ -241,12 +248,13 @@ def sweep_table(document: dict[str, Any]) -> Table:
               help="Progress bar with ETA on a terminal (plain lines otherwise).")
 @dashboard_option
 @friendly_errors
+@consume_options
 def sweep(modes_text: str, windows_text: str, rates_text: str | None,
           axes_text: tuple[str, ...], overrides: tuple[str, ...], repeats: int,
           slo_text: str | None, reference_mode: str, bootstrap_servers: str | None,
           runner: str, workers: int | None, spark_master: str | None,
           spark_conf: tuple[str, ...], out_dir: Path, resume: bool, chart: bool,
-          progress: bool, **workload_flags: Any) -> None:
+          progress: bool, consume: Any = None, **workload_flags: Any) -> None:
     """Sweep linger modes and windows; find the setting that meets a latency SLO with the
     fewest requests.
 
@@ -265,6 +273,12 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     axes = [parse_axis(text) for text in axes_text]
     common = [parse_assignment(text) for text in overrides]
     slo = parse_slo(slo_text) if slo_text else None
+    if slo is not None and slo.end_to_end and consume is None:
+        raise UsageError(f"--slo {slo_text!r} is an end-to-end objective: add --consume so "
+                         "consumers measure it.")
+    if consume is not None and runner == "spark":
+        raise UsageError("--consume is not available with --runner spark yet: measure "
+                         "end-to-end latency with --runner local.")
     if rates and workload_flags.get("workload_file") is None and \
             click.get_current_context().get_parameter_source("rate").name == "COMMANDLINE":
         raise UsageError("--rate and --rates cannot be combined: --rates gives the rates.")
@@ -289,6 +303,8 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         warnings.simplefilter("ignore")
         from producer_core.engine import run
 
+        run = consuming(run, consume, False, lambda text: console.print(
+            f"[yellow]{escape(text)}[/yellow]", soft_wrap=True))
         sweeper = SweepRunner(plan, out_dir, target.bootstrap,
                               on_its_broker(run) if on_its_broker else run, target.description,
                               target.embedded, execute=spark)

@@ -16,7 +16,12 @@ from typing import Any
 from producer_core.config import ProducerSettings, build_settings
 from producer_core.engine import Progress, run
 from producer_core.errors import UsageError
-from producer_core.metric_catalog import SUMMARY, SUMMARY_METRICS, Change
+from producer_core.metric_catalog import (
+    OPTIONAL_SUMMARY_METRICS,
+    SUMMARY_METRICS,
+    Change,
+    summary_metric,
+)
 from producer_core.metrics import SCHEMA_VERSION
 from producer_core.modes import mode as mode_spec
 from producer_core.workload import Workload
@@ -139,13 +144,22 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
             summary[mode][name] = {
                 "median": statistics.median(values), "min": min(values), "max": max(values),
             }
+        for name, get in OPTIONAL_SUMMARY_METRICS.items():
+            try:
+                values = [float(get(r)) for r in mine]
+            except KeyError:  # a run without consumers
+                continue
+            summary[mode][name] = {
+                "median": statistics.median(values), "min": min(values), "max": max(values),
+            }
     return summary
 
 
 def change_text(metric: str, base: float, value: float) -> str:
     """How `value` compares with `base`, in the words of the seed's Improvement Summary
     (each summary metric's wording is declared in `metric_catalog`)."""
-    change = SUMMARY[metric].change if metric in SUMMARY else Change.PERCENT
+    declared = summary_metric(metric)
+    change = declared.change if declared is not None else Change.PERCENT
     if change is Change.DELTA_MS:
         delta = value - base
         return f"{delta:+,.1f} ms"
@@ -169,10 +183,17 @@ def summary_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
         return []
     first = modes[0]
     rows = []
-    for metric in SUMMARY_METRICS:
+    for metric in present_metrics(summary, modes):
         for mode in modes:
             cell = summary[mode][metric]
             change = "" if mode == first else change_text(
                 metric, summary[first][metric]["median"], cell["median"])
             rows.append({"metric": metric, "mode": mode, **cell, "change": change})
     return rows
+
+
+def present_metrics(summary: Mapping[str, Any], modes: list[str]) -> list[str]:
+    """The summary rows every mode has: the catalog's, then end-to-end latency where every
+    mode had consumers (older results lack some rows too)."""
+    names = [*SUMMARY_METRICS, *OPTIONAL_SUMMARY_METRICS]
+    return [name for name in names if all(name in summary[mode] for mode in modes)]

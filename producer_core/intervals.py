@@ -301,5 +301,32 @@ def _merge_rows(lists: list[list[dict[str, Any]]], exact: bool) -> list[dict[str
             weighted = sum(r.get("mean_ms", 0.0) * r.get("latency_count", 0) for r in rows)
             data["mean_ms"] = round(weighted / data["latency_count"], 3) \
                 if data["latency_count"] else 0.0
+        data.update(_merge_consumer_fields(rows, exact_rows, max(end - start, 1e-9)))
         merged.append(data)
     return merged
+
+
+def _merge_consumer_fields(rows: list[dict[str, Any]], exact: bool, seconds: float
+                           ) -> dict[str, Any]:
+    """The consumers' figures of the shares' rows (`--consume`, `measure.e2e`): counts
+    add, the lag in seconds is the largest, end-to-end percentiles merge exactly from the
+    encoded histograms (else the largest share's)."""
+    if not any("consumed" in r for r in rows):
+        return {}
+    consumed = sum(r.get("consumed", 0) for r in rows)
+    data: dict[str, Any] = {"consumed": consumed,
+                            "consumed_per_s": round(consumed / seconds, 1),
+                            "lag_messages": sum(r.get("lag_messages", 0) for r in rows),
+                            "lag_s": max(r.get("lag_s", 0.0) for r in rows)}
+    if exact and all("e2e_latency_us" in r for r in rows):
+        e2e = LatencyHistogram()
+        for r in rows:
+            e2e.merge(LatencyHistogram.decode(r["e2e_latency_us"]))
+        data.update({"e2e_p50_ms": e2e.percentile_ms(50) if e2e.count else 0.0,
+                     "e2e_p99_ms": e2e.percentile_ms(99) if e2e.count else 0.0,
+                     "e2e_max_ms": e2e.max_ms if e2e.count else 0.0,
+                     "e2e_latency_us": e2e.encode()})
+    else:
+        data.update({k: max(r.get(k, 0.0) for r in rows)
+                     for k in ("e2e_p50_ms", "e2e_p99_ms", "e2e_max_ms")})
+    return data

@@ -170,3 +170,22 @@ SUMMARY: dict[str, Metric] = {m.name: m for m in METRICS if m.summary}
 SUMMARY_METRICS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     name: metric.value for name, metric in SUMMARY.items()}
 """Each summary metric's getter over a run document."""
+
+E2E_SUMMARY: dict[str, Metric] = {m.name: m for m in (
+    Metric("e2e_p50_ms", "e2e_latency.p50_ms", "ms", Merge.RECOMPUTE, digits=1,
+           change=Change.DELTA_MS),
+    Metric("e2e_p99_ms", "e2e_latency.p99_ms", "ms", Merge.RECOMPUTE, digits=1,
+           change=Change.DELTA_MS),
+)}
+"""Summary rows of end-to-end latency (intended send to consume), which only runs with
+consumers (`--consume`) hold: compare-modes, report and gate show them where every run of
+a mode has them. The `latency` rows are the ack latency (intended send to acknowledgement,
+OpenMessaging Benchmark's "publish latency")."""
+
+OPTIONAL_SUMMARY_METRICS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    name: metric.value for name, metric in E2E_SUMMARY.items()}
+
+
+def summary_metric(name: str) -> Metric | None:
+    """A summary row's declaration, always-present or optional."""
+    return SUMMARY.get(name) or E2E_SUMMARY.get(name)

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from producer_core.workload import Workload
 
 SCHEMA_VERSION = 1
+E2E_HISTOGRAM_KEY = "e2e_latency_us"
+"""The end-to-end latency's encoded histogram under `histograms` (runs with consumers)."""
 
 REQUEST_LOG_FIELDS = (
     "send_time_s", "broker", "partitions", "records", "bytes", "rtt_ms", "reason",
@@ -259,6 +261,14 @@ class Results:
     """--verify's read-back (`verify_read.VerifyingRun`)."""
     runner: dict[str, Any] | None = None
     """How a distributed run ran (`distributed.spark_runner`)."""
+    e2e: LatencyHistogram | None = None
+    """End-to-end latency (intended send to consume) when consumers read the run
+    (`--consume`, `measure.consuming_run`); None otherwise."""
+    consumers: dict[str, Any] | None = None
+    """The consumers' section: consume rate, lag, read-back, what they could not measure."""
+    run_start: float | None = None
+    """The schedule's zero on the run driver's clock (time.monotonic), not in the JSON:
+    consumers on the same host measure end-to-end latency from it."""
 
     @classmethod
     def of_run(cls, mode: str, workload: Workload, settings: dict[str, Any], bootstrap: str,
@@ -273,7 +283,7 @@ class Results:
             broker="", duration_s=max(end - start, 1e-9), metrics=metrics,
             warnings=warnings, messages_intended=intended or metrics.messages_generated,
             target_msgs_per_s=run_target_rate(workload), policy=policy,
-            transactions=transactions, client=client,
+            transactions=transactions, client=client, run_start=start,
         )
 
     def sections(self) -> dict[str, Any]:
@@ -289,6 +299,8 @@ class Results:
             named["verify"] = self.verify
         if self.runner is not None:
             named["runner"] = self.runner
+        if self.consumers is not None:
+            named["consumers"] = self.consumers
         return named
 
     @property
@@ -364,7 +376,9 @@ class Results:
                 "max_ms": round(m.blocked_max_s * 1000, 3),
                 "episodes": m.blocked_episodes,
             },
-            "histograms": {h.histogram_key: getattr(m, h.name).encode() for h in HISTOGRAMS},
+            **({"e2e_latency": _summary(self.e2e)} if self.e2e is not None else {}),
+            "histograms": {h.histogram_key: getattr(m, h.name).encode() for h in HISTOGRAMS}
+            | ({E2E_HISTOGRAM_KEY: self.e2e.encode()} if self.e2e is not None else {}),
             "topics": {name: t.to_dict(self.duration_s) for name, t in m.topics.items()},
             **({"intervals": m.intervals.to_dict()} if m.intervals is not None else {}),
             "complete": m.complete,

@@ -240,6 +240,11 @@ def write_run_files(out_dir: Path, run: dict[str, Any], result: Results) -> None
         "latency_hdr": f"runs/{name}/latency.hdr",
         "requests": f"runs/{name}/requests.parquet",
     }
+    if result.e2e is not None:  # --consume
+        (run_dir / "e2e_latency.hgrm").write_text(result.e2e.to_hgrm())
+        (run_dir / "e2e_latency.hdr").write_text(result.e2e.encode() + "\n")
+        run["files"].update({"e2e_latency_hgrm": f"runs/{name}/e2e_latency.hgrm",
+                             "e2e_latency_hdr": f"runs/{name}/e2e_latency.hdr"})
 
 
 def write_document(out_dir: Path, document: dict[str, Any]) -> Path:

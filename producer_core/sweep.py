@@ -178,7 +178,9 @@ def check_cells(cells: Sequence[Cell], common: Sequence[tuple[str, str]]) -> Non
 
 SLO_METRICS = {"p50": "p50_ms", "p95": "p95_ms", "p99": "p99_ms", "p999": "p999_ms",
                "p99.9": "p999_ms", "max": "max_ms"}
-_SLO = re.compile(r"^\s*(?P<metric>[a-z0-9.]+)\s*(?P<op><=|<)\s*(?P<value>\d+(?:\.\d+)?)"
+E2E_SLO_METRICS = {f"e2e_{name}": f"e2e_{field}" for name, field in SLO_METRICS.items()}
+"""End-to-end latency objectives (`--slo 'e2e_p99<=200ms'`): cells run with --consume."""
+_SLO = re.compile(r"^\s*(?P<metric>[a-z0-9._]+)\s*(?P<op><=|<)\s*(?P<value>\d+(?:\.\d+)?)"
                   r"\s*(?P<unit>ms|s)?\s*$")
 
 
@@ -198,15 +200,22 @@ class Slo:
     def name(self) -> str:
         return self.metric.removesuffix("_ms").replace("p999", "p99.9")
 
+    @property
+    def end_to_end(self) -> bool:
+        """An objective on end-to-end latency: the cells must run with consumers."""
+        return self.metric.startswith("e2e_")
+
 
 def parse_slo(text: str) -> Slo:
     match = _SLO.match(text.lower())
-    if not match or match["metric"] not in SLO_METRICS:
+    known = {**SLO_METRICS, **E2E_SLO_METRICS}
+    if not match or match["metric"] not in known:
         raise UsageError(f"--slo {text!r} is not a latency objective: write METRIC<=LIMIT "
-                         f"with METRIC one of {', '.join(SLO_METRICS)} and LIMIT in ms or s, "
-                         "for example --slo p99<=50ms.")
+                         f"with METRIC one of {', '.join(SLO_METRICS)} (ack latency) or "
+                         f"e2e_p50, e2e_p99, ... (end-to-end, with --consume) and LIMIT in "
+                         "ms or s, for example --slo p99<=50ms.")
     limit = float(match["value"]) * (1000.0 if match["unit"] == "s" else 1.0)
-    return Slo(SLO_METRICS[match["metric"]], match["op"] == "<", limit, text.strip())
+    return Slo(known[match["metric"]], match["op"] == "<", limit, text.strip())
 
 
 # --------------------------------------------------------------------------- cell figures
@@ -226,6 +235,8 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, float]:
         "msgs_per_req": float(run["msgs_per_req"]),
         "bytes_per_request": float(bytes_per_request),
         **{key: float(latency[key]) for key in sorted(set(SLO_METRICS.values()))},
+        **{f"e2e_{key}": float(run["e2e_latency"][key]) for key in
+           sorted(set(SLO_METRICS.values())) if "e2e_latency" in run},
         "failed": float(run["messages"]["failed"]),
         "achieved_msgs_per_s": float(rate["achieved_msgs_per_s"]),
         "generator_lag_p99_ms": float(run.get("generator_lag", {}).get("p99_ms", 0.0)),
@@ -285,8 +296,12 @@ class CellResult:
             return max(values)
         return float(statistics.median(values))
 
+    def has(self, name: str) -> bool:
+        """Every run has this figure (end-to-end latency: only runs whose consumers read)."""
+        return bool(self.runs) and all(name in run_figures(r) for r in self.runs)
+
     def spread(self) -> dict[str, dict[str, float]]:
-        names = run_figures(self.runs[0]).keys() if self.runs else ()
+        names = [n for n in run_figures(self.runs[0]) if self.has(n)] if self.runs else ()
         return {n: {s: self.figure(n, s) for s in ("median", "min", "max")} for n in names}
 
 
@@ -308,7 +323,7 @@ def pareto(points: Sequence[tuple[str, float, float]]) -> list[str]:
 def frontiers(results: Sequence[CellResult], latency: str = "p99_ms") -> dict[str, list[str]]:
     """Pareto frontiers over the cells that ran cleanly (medians over repeats):
     requests/s against `latency`, and bytes per request (higher is better) against it."""
-    good = [r for r in results if r.ok]
+    good = [r for r in results if r.ok and r.has(latency)]
     return {
         "requests_per_s": pareto([(r.cell.id, r.figure("requests_per_s"), r.figure(latency))
                                   for r in good]),
@@ -322,7 +337,7 @@ def frontiers(results: Sequence[CellResult], latency: str = "p99_ms") -> dict[st
 
 def meets(result: CellResult, slo: Slo) -> bool:
     """The SLO holds in every repeat (the worst repeat decides)."""
-    return result.ok and slo.holds(result.figure(slo.metric, "max"))
+    return result.ok and result.has(slo.metric) and slo.holds(result.figure(slo.metric, "max"))
 
 
 TIE_RATIO = 0.02
@@ -418,7 +433,7 @@ def recommend(results: Sequence[CellResult], slo: Slo,
     choice = _choose(results, slo)
     best = None if choice is None else choice.cell
     if choice is None or best is None:
-        ran = [r for r in results if r.ok]
+        ran = [r for r in results if r.ok and r.has(slo.metric)]
         if not ran:
             return {"cell": None, "text": f"No cell ran cleanly, so none meets {slo.text}."}
         closest = min(ran, key=lambda r: r.figure(slo.metric))

@@ -75,6 +75,8 @@ def to_payload(results: Results) -> dict[str, Any]:
         "client": asdict(results.client) if results.client is not None else None,
         "verify": results.verify,
         "runner": results.runner,
+        "e2e": results.e2e.encode() if results.e2e is not None else None,
+        "consumers": results.consumers,
         "counters": {name: getattr(m, name) for name in COUNTERS + MAXIMA + FLAGS},
         "failed_reasons": dict(m.failed_reasons),
         "unknown_reasons": dict(m.unknown_reasons),
@@ -129,6 +131,8 @@ def from_payload(payload: dict[str, Any]) -> Results:
         transactions=payload["transactions"],
         client=Section(**payload["client"]) if payload["client"] is not None else None,
         verify=payload["verify"], runner=payload["runner"],
+        e2e=LatencyHistogram.decode(payload["e2e"]) if payload.get("e2e") else None,
+        consumers=payload.get("consumers"),
     )
 
 
@@ -194,7 +198,20 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         policy=_merge_section([s.policy for s in shares]),
         transactions=merge_stats([s.transactions for s in shares], key="transactions"),
         client=_merge_section([s.client for s in shares]),
+        e2e=_merge_e2e([s.e2e for s in shares]),
+        consumers=merge_stats([s.consumers for s in shares], key="consumers"),
     )
+
+
+def _merge_e2e(histograms: Sequence[LatencyHistogram | None]) -> LatencyHistogram | None:
+    """End-to-end latency of the shares' consumers, merged exactly (None: none had any)."""
+    present = [h for h in histograms if h is not None]
+    if not present:
+        return None
+    merged = LatencyHistogram()
+    for histogram in present:
+        merged.merge(histogram)
+    return merged
 
 
 def _merge_section(sections: Sequence[Section | None]) -> Section | None:

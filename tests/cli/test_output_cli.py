@@ -33,7 +33,7 @@ def test_json_to_stdout_with_interval_lines_on_stderr() -> None:
     assert sum(r["requests"] for r in rows) == document["requests_sent"]
     # not a terminal: one plain line per interval, then the table, all on stderr
     lines = re.findall(r"^\[partition\] +\d+\.\d-\d+\.\d s  msgs/s [\d,]+  MB/s [\d.]+  "
-                       r"req/s [\d,]+  msgs/req [\d.]+  p50 [\d.,]+ ms  p99 [\d.,]+ ms  "
+                       r"req/s [\d,]+  msgs/req [\d.]+  ack p50 [\d.,]+ ms  p99 [\d.,]+ ms  "
                        r"failed 0$", proc.stderr, re.M)
     assert len(lines) >= 2
     assert "requests_sent" in proc.stderr and "MB/s payload / on the wire" in proc.stderr
