@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from cli.analyze_cmd import analyze
+from cli.broker_cost_opts import broker_endpoints, broker_metrics_option
 from cli.client_opts import client_inputs, client_options, finish_settings
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
@@ -43,7 +44,7 @@ from cli.stopping import StopOnSignal, accepts_stop
 from cli.sweep_cmd import sweep
 from cli.txn_opts import transaction_options
 from producer_core.brokers import BrokerTarget, broker_target
-from producer_core.brokers.per_run import run_targets
+from producer_core.brokers.per_run import run_targets, with_cost
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
 from producer_core.errors import UsageError
@@ -153,6 +154,7 @@ def announce_start(target: BrokerTarget) -> None:
               help="Live progress display (only shown on a terminal).")
 @transaction_options
 @delivery_options
+@broker_metrics_option
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
             command_config: Path | None, replication_factor: int | None,
@@ -165,6 +167,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     """
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
+    endpoints = broker_endpoints(workload_flags, bootstrap_servers)
     check_setting_texts(overrides)
     client = client_inputs(command_config, overrides, bootstrap_servers, [mode],
                            replication_factor, topic_configs)
@@ -183,6 +186,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                           f"mode {mode}{runner.description}.")
             run, stop = engine_call(engine_run, verify, stopper)
+            run = with_cost(run, target, endpoints)
             with runner.progress(f"[{mode}]", progress) as on_progress, \
                     warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -248,6 +252,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
               help="Live progress display (only shown on a terminal).")
 @transaction_options
 @delivery_options
+@broker_metrics_option
 @friendly_errors
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
@@ -264,6 +269,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     """
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
+    endpoints = broker_endpoints(workload_flags, bootstrap_servers)
     modes = parse_modes(modes_text, MODES)
     check_setting_texts([*overrides, *mode_configs])
     client = client_inputs(command_config, overrides, bootstrap_servers, modes,
@@ -290,7 +296,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                                                  if repeat > 1 else "") + ".")
         return stack.enter_context(runner.progress(f"[{mode}]", progress))
 
-    with stopper, run_targets(bootstrap_servers, shape) as (target, on_its_broker), \
+    with stopper, run_targets(bootstrap_servers, shape, endpoints) as (target, on_its_broker), \
             runner.open() as engine_run, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         announce_start(target)

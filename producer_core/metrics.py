@@ -259,6 +259,11 @@ class Results:
     """--verify's read-back (`verify_read.VerifyingRun`)."""
     runner: dict[str, Any] | None = None
     """How a distributed run ran (`distributed.spark_runner`)."""
+    broker_cost: dict[str, Any] | None = None
+    """What the run cost the brokers and the client (`measure.broker_cost`)."""
+    clock_span: tuple[float, float] | None = None
+    """The run's start and end on `time.monotonic()` (every driver's clock), so that
+    measurements taken beside it find its window; not in the JSON."""
 
     @classmethod
     def of_run(cls, mode: str, workload: Workload, settings: dict[str, Any], bootstrap: str,
@@ -273,7 +278,7 @@ class Results:
             broker="", duration_s=max(end - start, 1e-9), metrics=metrics,
             warnings=warnings, messages_intended=intended or metrics.messages_generated,
             target_msgs_per_s=run_target_rate(workload), policy=policy,
-            transactions=transactions, client=client,
+            transactions=transactions, client=client, clock_span=(start, end),
         )
 
     def sections(self) -> dict[str, Any]:
@@ -289,6 +294,8 @@ class Results:
             named["verify"] = self.verify
         if self.runner is not None:
             named["runner"] = self.runner
+        if self.broker_cost is not None:
+            named["broker_cost"] = self.broker_cost
         return named
 
     @property

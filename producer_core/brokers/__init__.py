@@ -3,9 +3,9 @@ here (``--broker kafka``), or a cluster the user names."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from producer_core.errors import UsageError
@@ -13,6 +13,20 @@ from producer_core.errors import UsageError
 #: The broker implementations kbatch can start itself (``--broker``); tansu is the default.
 BROKERS = ("tansu", "kafka")
 KAFKA_NODE_COUNTS = (1, 3)
+
+
+@dataclass(frozen=True)
+class BrokerProcesses:
+    """The broker processes kbatch started, now (their cost is measured, measure/)."""
+
+    pids: dict[str, int] = field(default_factory=dict)
+    """node name -> pid of each broker process."""
+    metrics_urls: dict[str, str] = field(default_factory=dict)
+    """node name -> its Prometheus endpoint (the JMX exporter on Kafka nodes)."""
+    other_pids: tuple[int, ...] = ()
+    """Child processes that are neither broker nor client (the lab's facade)."""
+    warning: str | None = None
+    """Why something is not measured."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +44,8 @@ class BrokerTarget:
     implementation: str = "tansu"
     version: str | None = None
     started_in_s: float | None = None
+    processes: Callable[[], BrokerProcesses] | None = None
+    """The broker processes as they are now (None: kbatch started none)."""
 
 
 def validate_broker_choice(broker: str, bootstrap: str | None, brokers: int,
@@ -85,17 +101,24 @@ def broker_target(
                 description += f", {delay.describe()} through a relay per broker"
             yield BrokerTarget(cluster.bootstrap, description, embedded=True,
                                implementation="kafka", version=cluster.version,
-                               started_in_s=cluster.start_time_s)
+                               started_in_s=cluster.start_time_s,
+                               processes=lambda: BrokerProcesses(
+                                   {str(i): p for i, p in cluster.node_pids.items()},
+                                   {str(i): u for i, u in cluster.metrics_urls.items()},
+                                   warning=cluster.metrics_warning))
         return
     if lab_wanted:
         from producer_core.lab import Lab
 
         with Lab(brokers, rtt_ms, jitter_ms) as lab:
-            yield BrokerTarget(lab.bootstrap, lab.description, embedded=True)
+            yield BrokerTarget(lab.bootstrap, lab.description, embedded=True,
+                               processes=lambda: BrokerProcesses(
+                                   {str(i): p for i, p in enumerate(lab.pids, start=1)},
+                                   other_pids=tuple(p for p in [lab.facade_pid] if p)))
         return
     from producer_core.brokers.embedded import EmbeddedBroker
 
     with EmbeddedBroker() as tansu:
         yield BrokerTarget(
-            tansu.bootstrap, f"embedded Tansu broker at {tansu.bootstrap}", embedded=True
-        )
+            tansu.bootstrap, f"embedded Tansu broker at {tansu.bootstrap}", embedded=True,
+            processes=lambda: BrokerProcesses({"1": tansu.pid} if tansu.pid else {}))

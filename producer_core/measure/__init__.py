@@ -1,0 +1,1 @@
+"""What is measured besides the producer: broker and client process cost, broker metrics."""
