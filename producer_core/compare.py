@@ -135,11 +135,27 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
             continue
         summary[mode] = {}
         for name, get in SUMMARY_METRICS.items():
-            values = [float(get(r)) for r in mine]
+            if SUMMARY[name].optional:  # measured in some runs only (broker_cost)
+                values = [float(v) for v in optional_values(get, mine) if v is not None]
+                if not values:
+                    continue
+            else:
+                values = [float(get(r)) for r in mine]
             summary[mode][name] = {
                 "median": statistics.median(values), "min": min(values), "max": max(values),
             }
     return summary
+
+
+def optional_values(get: Any, runs: list[dict[str, Any]]) -> list[Any]:
+    """An optional metric's value in each run (None where the run lacks it)."""
+    values = []
+    for document in runs:
+        try:
+            values.append(get(document))
+        except (KeyError, TypeError):
+            values.append(None)
+    return values
 
 
 def change_text(metric: str, base: float, value: float) -> str:
@@ -170,6 +186,8 @@ def summary_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     first = modes[0]
     rows = []
     for metric in SUMMARY_METRICS:
+        if any(metric not in summary[mode] for mode in modes):
+            continue  # an optional metric some modes lack (broker_cost)
         for mode in modes:
             cell = summary[mode][metric]
             change = "" if mode == first else change_text(

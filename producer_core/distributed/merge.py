@@ -194,6 +194,7 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         policy=_merge_section([s.policy for s in shares]),
         transactions=merge_stats([s.transactions for s in shares], key="transactions"),
         client=_merge_section([s.client for s in shares]),
+        broker_cost=None,  # Merge.NOT_MERGED: measured around the whole run (measure/)
     )
 
 
