@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.broker_cost_opts import broker_endpoints, broker_metrics_option
 from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape, workload_from_flags, workload_options
 from cli.render import console, out
@@ -137,6 +138,12 @@ def _cell(figures: dict[str, Any], name: str, repeats: int, fmt: str) -> str:
     return text
 
 
+BROKER_COLUMNS = (("broker_cpu_s_per_million_msgs", "broker CPU s/M msgs"),
+                  ("broker_handler_idle_pct", "handler idle %"),
+                  ("broker_produce_p99_ms", "broker Produce p99 ms"))
+"""The broker cost columns (measure/broker_cost.py), shown when some cell measured them."""
+
+
 def sweep_table(document: dict[str, Any]) -> Table:
     """One row per cell: its figures (median, min–max over repeats), frontier, SLO."""
     sweep = document["sweep"]
@@ -146,15 +153,17 @@ def sweep_table(document: dict[str, Any]) -> Table:
     title = "kbatch sweep" + (f" — median (min–max) of {repeats} repeats" if repeats > 1
                               else "")
     table = Table(title=title)
+    broker = [key for key, _ in BROKER_COLUMNS
+              if any(key in (c.get("figures") or {}) for c in sweep["cells"])]
     for name in ("cell", "status", "requests/s", "msgs/req", "bytes/req", "p50 ms", "p99 ms",
-                 "p99.9 ms", "frontier"):
+                 "p99.9 ms", *[dict(BROKER_COLUMNS)[k] for k in broker], "frontier"):
         table.add_column(name, justify="left" if name in ("cell", "status") else "right")
     for cell in sweep["cells"]:
         f = cell.get("figures") or {}
         if not f:
             table.add_row(cell["id"], f"[red]{cell['status']}[/red]: "
                           f"{escape(cell.get('reason') or '')}",
-                          *[""] * 7)
+                          *[""] * (7 + len(broker)))
             continue
         status = "ok" if cell["status"] == "ok" else \
             f"[red]failed[/red]: {escape(cell['reason'] or '')}"
@@ -164,7 +173,9 @@ def sweep_table(document: dict[str, Any]) -> Table:
                       _cell(f, "msgs_per_req", repeats, ",.1f"),
                       _cell(f, "bytes_per_request", repeats, ",.0f"),
                       _cell(f, "p50_ms", repeats, ",.1f"), _cell(f, "p99_ms", repeats, ",.1f"),
-                      _cell(f, "p999_ms", repeats, ",.1f"), mark)
+                      _cell(f, "p999_ms", repeats, ",.1f"),
+                      *[_cell(f, key, repeats, ",.1f") if key in f else "-" for key in broker],
+                      mark)
     return table
 
 
@@ -198,9 +209,15 @@ def sweep_table(document: dict[str, Any]) -> Table:
               show_default=True,
               help="The recommendation's comparison: the best cell of this mode that meets "
                    "the SLO.")
+@click.option("--minimize", type=click.Choice(["requests", "broker-cpu"]),
+              default="requests", show_default=True,
+              help="What the --slo recommendation minimises among the cells that meet it: "
+                   "requests/s, or the broker's CPU seconds per million messages (measured "
+                   "on brokers kbatch starts, or with --broker-metrics).")
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: an embedded Tansu broker started afresh "
                    "for each run (--broker kafka: one cluster for all runs).")
+@broker_metrics_option
 @lab_options
 @click.option("--runner", type=click.Choice(["local", "spark"]), default="local",
               show_default=True,
@@ -230,7 +247,8 @@ def sweep_table(document: dict[str, Any]) -> Table:
 @friendly_errors
 def sweep(modes_text: str, windows_text: str, rates_text: str | None,
           axes_text: tuple[str, ...], overrides: tuple[str, ...], repeats: int,
-          slo_text: str | None, reference_mode: str, bootstrap_servers: str | None,
+          slo_text: str | None, reference_mode: str, minimize: str,
+          bootstrap_servers: str | None,
           runner: str, workers: int | None, spark_master: str | None,
           spark_conf: tuple[str, ...], out_dir: Path, resume: bool, chart: bool,
           progress: bool, **workload_flags: Any) -> None:
@@ -245,6 +263,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     --out sweep-out
     """
     shape = lab_shape(workload_flags)
+    endpoints = broker_endpoints(workload_flags, bootstrap_servers)
     modes = parse_modes(modes_text, MODES)
     windows = parse_int_list(windows_text, "--windows")
     rates = parse_rate_list(rates_text) if rates_text else []
@@ -259,14 +278,15 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     workload = workload_from_flags(**workload_flags)
     grid = {"modes": modes, "windows": windows, "rates": rates,
             "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
-    plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode)
+    plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode, minimize)
     spark = spark_cells(runner, workers, spark_master, spark_conf, bootstrap_servers, shape)
     with ExitStack() as stack:
         if spark is not None and not bootstrap_servers:  # every task starts its own broker
             target = BrokerTarget("", "its own embedded broker per cell", embedded=True)
             on_its_broker = None
         else:
-            target, on_its_broker = stack.enter_context(run_targets(bootstrap_servers, shape))
+            target, on_its_broker = stack.enter_context(
+                run_targets(bootstrap_servers, shape, endpoints))
         if spark is not None:
             console.print(f"Starting Spark ({spark.master.url})...")
             stack.enter_context(spark)

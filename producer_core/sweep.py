@@ -229,7 +229,25 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, float]:
         "failed": float(run["messages"]["failed"]),
         "achieved_msgs_per_s": float(rate["achieved_msgs_per_s"]),
         "generator_lag_p99_ms": float(run.get("generator_lag", {}).get("p99_ms", 0.0)),
+        **broker_figures(run),
     }
+
+
+#: What a sweep's recommendation minimises (--minimize): the figure it ranks passing cells by.
+OBJECTIVES = {"requests": "requests_per_s", "broker-cpu": "broker_cpu_s_per_million_msgs"}
+
+
+def broker_figures(run: Mapping[str, Any]) -> dict[str, float]:
+    """The run's broker cost figures (measure/broker_cost.py) that were measured."""
+    cost = run.get("broker_cost") or {}
+    kafka = cost.get("kafka") or {}
+    values = {
+        "broker_cpu_s_per_million_msgs": (cost.get("broker") or {}).get("cpu_s_per_million_msgs"),
+        "broker_handler_idle_pct": kafka.get("request_handler_idle_pct"),
+        "broker_produce_p99_ms": ((kafka.get("produce_time_ms") or {}).get("total") or {}
+                                  ).get("p99"),
+    }
+    return {k: float(v) for k, v in values.items() if v is not None}
 
 
 LOAD_MET_RATIO = 0.9
@@ -325,11 +343,13 @@ def meets(result: CellResult, slo: Slo) -> bool:
     return result.ok and slo.holds(result.figure(slo.metric, "max"))
 
 
-def _best(results: Sequence[CellResult], slo: Slo) -> CellResult | None:
-    passing = [r for r in results if meets(r, slo)]
+def _best(results: Sequence[CellResult], slo: Slo, objective: str = "requests_per_s"
+          ) -> CellResult | None:
+    passing = [r for r in results if meets(r, slo) and
+               all(objective in run_figures(run) for run in r.runs)]
     if not passing:
         return None
-    return min(passing, key=lambda r: (r.figure("requests_per_s"), r.figure(slo.metric)))
+    return min(passing, key=lambda r: (r.figure(objective), r.figure(slo.metric)))
 
 
 def _figures_text(result: CellResult, slo: Slo) -> str:
@@ -338,7 +358,11 @@ def _figures_text(result: CellResult, slo: Slo) -> str:
     if len(result.runs) > 1:
         text += (f" ({result.figure(slo.metric, 'min'):,.1f}–"
                  f"{result.figure(slo.metric, 'max'):,.1f})")
-    return text + f", {result.figure('requests_per_s'):,.0f} requests/s"
+    text += f", {result.figure('requests_per_s'):,.0f} requests/s"
+    if "broker_cpu_s_per_million_msgs" in run_figures(result.runs[0]):
+        text += (f", broker CPU {result.figure('broker_cpu_s_per_million_msgs'):,.1f} s per "
+                 "million messages")
+    return text
 
 
 def _settings_text(cell: Cell) -> str:
@@ -346,10 +370,16 @@ def _settings_text(cell: Cell) -> str:
 
 
 def recommend(results: Sequence[CellResult], slo: Slo,
-              reference_mode: str = "partition") -> dict[str, Any]:
-    """The cell with the fewest requests/s whose SLO holds, in one sentence with numbers,
-    compared with the best cell of `reference_mode` that meets the SLO too."""
-    best = _best(results, slo)
+              reference_mode: str = "partition", minimize: str = "requests") -> dict[str, Any]:
+    """The cell with the fewest requests/s (or, `minimize="broker-cpu"`, the least broker
+    CPU per million messages) whose SLO holds, in one sentence with numbers, compared with
+    the best cell of `reference_mode` that meets the SLO too."""
+    objective = OBJECTIVES[minimize]
+    best = _best(results, slo, objective)
+    if best is None and objective != "requests_per_s" and _best(results, slo) is not None:
+        return {"cell": None, "text": (
+            f"Cells meet {slo.text}, but none has the broker's CPU measured (--minimize "
+            "broker-cpu needs a broker kbatch starts, or --broker-metrics).")}
     if best is None:
         ran = [r for r in results if r.ok]
         if not ran:
@@ -359,9 +389,18 @@ def recommend(results: Sequence[CellResult], slo: Slo,
             f"No cell meets {slo.text}; the lowest {slo.name} is {closest.cell.label}: "
             f"{_figures_text(closest, slo)}.")}
     text = f"{best.cell.label}: {_figures_text(best, slo)}"
-    reference = _best([r for r in results if r.cell.mode == reference_mode], slo)
-    document: dict[str, Any] = {"cell": best.cell.id}
-    if reference is not None and reference is not best:
+    reference = _best([r for r in results if r.cell.mode == reference_mode], slo, objective)
+    document: dict[str, Any] = {"cell": best.cell.id, "minimize": minimize}
+    if reference is not None and reference is not best and objective != "requests_per_s":
+        mine, theirs = best.figure(objective), reference.figure(objective)
+        if theirs > 0:
+            less = (1 - mine / theirs) * 100
+            text += (f", {abs(less):.0f}% {'less' if less >= 0 else 'more'} broker CPU per "
+                     f"message than the best {reference_mode} setting that meets the SLO "
+                     f"({_settings_text(reference.cell)}: {_figures_text(reference, slo)})")
+            document["reference_cell"] = reference.cell.id
+            document["less_broker_cpu_pct"] = round(less, 1)
+    elif reference is not None and reference is not best:
         mine, theirs = best.figure("requests_per_s"), reference.figure("requests_per_s")
         if theirs > 0:
             fewer = (1 - mine / theirs) * 100

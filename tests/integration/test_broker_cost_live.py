@@ -15,6 +15,7 @@ from producer_core.brokers import BrokerTarget, broker_target
 from producer_core.config import build_settings
 from producer_core.engine import run
 from producer_core.measure.cost_run import measured
+from producer_core.sweep import window_assignments
 from producer_core.workload import Workload
 from tests.kafka_fixtures import fresh_topic, skip_kafka_reason
 
@@ -36,8 +37,7 @@ def _run(target: BrokerTarget, mode: str, partitions: int = 20, rate: float = 15
          duration_s: float = 2.0, warmup_s: float = 0.5) -> dict:
     workload = Workload(topic=fresh_topic(f"cost-{mode}"), partitions=partitions, rate=rate,
                         duration_s=duration_s, warmup_s=warmup_s)
-    settings = build_settings(["linger.ms=5", "broker.linger.ms=5"]
-                              if mode in ("partition", "java", "broker") else [], mode=mode)
+    settings = build_settings(window_assignments(mode, 5), mode=mode)
     results = measured(run, target, sample_s=0.5)(workload, settings, mode, target.bootstrap)
     return results.to_dict()
 
