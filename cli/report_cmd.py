@@ -165,6 +165,15 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
     if series:
         charts["requests_per_second"] = rps_chart(series, out_dir / "requests_per_second.png",
                                                   modes=series_modes)
+    from cli.broker_cost_chart import broker_cost_chart
+
+    cost = broker_cost_chart(
+        [(f"{_name(item)}: {_run_label(item, run)}" if len(loaded) > 1
+          else _run_label(item, run), run["mode"], run["broker_cost"])
+         for item in loaded for run in item.runs if run.get("broker_cost")],
+        out_dir / "broker_cost.png")
+    if cost is not None:
+        charts["broker_cost"] = cost
     return charts
 
 
@@ -181,6 +190,7 @@ _CHART_TITLES = {
     "over_time": "Rate, MB/s, requests per second and latency over time",
     "requests_per_second": "Requests per second",
     "frontier": "Sweep: requests per second against latency, per mode",
+    "broker_cost": "Broker CPU per mode and node, and per million messages",
 }
 
 

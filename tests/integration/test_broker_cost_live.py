@@ -84,8 +84,9 @@ def test_interval_rows_carry_broker_figures(kafka_target):
     rows = results.to_dict()["intervals"]["run"]
     assert len(rows) >= 3
     assert all(r["broker_cpu_s"] is not None and r["broker_cpu_s"] >= 0 for r in rows)
-    assert sum(r["broker_produce_requests"] for r in rows) == pytest.approx(
-        results.requests_sent, abs=len(rows))
+    # interpolated between samples 0.25 s apart: close to, never above, Kafka's whole count
+    in_rows = sum(r["broker_produce_requests"] for r in rows)
+    assert 0.7 * results.requests_sent <= in_rows <= results.requests_sent + len(rows)
 
 
 def test_tansu_process_cpu_and_no_kafka_metrics_in_compare_modes(tmp_path):

@@ -209,3 +209,13 @@ def test_the_broker_is_named_when_round_trips_make_messages_late():
 def test_no_bottleneck_warning_when_the_generator_is_late_or_round_trips_short():
     assert bottleneck_warning(_late_results(3.0, 5.0)) is None
     assert bottleneck_warning(_late_results(0.0001, 0.002)) is None
+
+
+def test_report_chart_of_broker_cpu_per_mode_and_node(tmp_path):
+    from cli.broker_cost_chart import broker_cost_chart
+
+    runs = [("partition", "partition", _section()), ("broker", "broker", _section())]
+    path = broker_cost_chart(runs, tmp_path / "broker_cost.png")
+    assert path is not None and path.read_bytes().startswith(b"\x89PNG")
+    tansu_unmeasured = {"broker": {"cpu_s": None}}
+    assert broker_cost_chart([("x", "partition", tansu_unmeasured)], tmp_path / "n.png") is None
