@@ -219,3 +219,17 @@ def test_report_chart_of_broker_cpu_per_mode_and_node(tmp_path):
     assert path is not None and path.read_bytes().startswith(b"\x89PNG")
     tansu_unmeasured = {"broker": {"cpu_s": None}}
     assert broker_cost_chart([("x", "partition", tansu_unmeasured)], tmp_path / "n.png") is None
+
+
+def test_broker_metrics_needs_an_external_cluster_and_a_url():
+    from click.testing import CliRunner
+
+    from cli.main import cli
+
+    proc = CliRunner().invoke(cli, ["produce", "--broker-metrics", "http://h:1/metrics",
+                                    "--duration", "1"])
+    assert proc.exit_code == 2 and "--bootstrap-servers" in proc.output
+    proc = CliRunner().invoke(cli, ["produce", "--bootstrap-servers", "127.0.0.1:9",
+                                    "--broker-metrics", "h:1/m", "--duration", "1"])
+    assert proc.exit_code == 2 and "not an http(s) URL" in proc.output
+    assert "Traceback" not in proc.output
