@@ -130,6 +130,8 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _fmt(value: Any, digits: int = 1) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
     return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
 
 
@@ -139,6 +141,12 @@ def print_table(title: str, rows: list[dict[str, Any]], keys: list[str]) -> None
     print("|" + "---|" * len(keys))
     for row in rows:
         print("| " + " | ".join(_fmt(row.get(k)) for k in keys) + " |")
+
+
+def _save(path: Path | None, report: dict[str, Any]) -> None:
+    """Keep what was measured so far (a long benchmark must not lose it to a late error)."""
+    if path is not None:
+        path.write_text(json.dumps(report, indent=2, default=str) + "\n")
 
 
 def main() -> None:
@@ -169,6 +177,7 @@ def main() -> None:
                 rows = run_modes(targets, args.modes.split(","), args.partitions, args.rate,
                                  args.window_ms, args.seconds, args.warmup)
             report["seed"][broker] = rows
+            _save(args.json, report)
             print_table(f"seed scenario, 3 {broker} brokers ({args.partitions} partitions, "
                         f"{args.rate:,.0f} msg/s, window {args.window_ms} ms, "
                         f"{args.seconds:g} s after {args.warmup:g} s warm-up)", rows,
@@ -187,6 +196,7 @@ def main() -> None:
                                          args.grid_warmup):
                         rows.append({"partitions": partitions, "window_ms": window, **row})
         report["grid"] = rows
+        _save(args.json, report)
         print_table(f"grid on 1 Kafka node ({args.grid_rate:,.0f} msg/s, "
                     f"{args.grid_seconds:g} s after {args.grid_warmup:g} s warm-up)", rows,
                     ["partitions", "window_ms", "mode", "requests", "partition_batches", "mb",
@@ -211,8 +221,7 @@ def main() -> None:
     report["wall_s"] = round(time.monotonic() - began, 1)
     print(f"\nload average before {report['uptime_before']}, after {report['uptime_after']} "
           f"(a shared machine); {report['wall_s']} s")
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    _save(args.json, report)
 
 
 if __name__ == "__main__":
