@@ -31,11 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from producer_core.brokers.per_run import run_targets
 from producer_core.compare import compare, parse_mode_configs
 from producer_core.engine import run
+from producer_core.measure.cost_model import fit
 from producer_core.results_io import RunRecorder
 from producer_core.workload import Workload
 
@@ -93,38 +92,6 @@ def run_modes(targets: tuple[Any, Any], modes: list[str], partitions: int, rate:
                        run_one=recorder)
     return [_row(doc, res) for doc, res in zip(document["runs"], recorder.results,
                                                strict=True)]
-
-
-def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Least squares cpu = a*requests + b*partition_batches + c*MB (no intercept: no
-    requests, no work), with standard errors and the relative error of the fit."""
-    usable = [r for r in rows if r["broker_cpu_s"] is not None and r["requests"]]
-    x = np.array([[r["requests"], r["partition_batches"], r["mb"]] for r in usable], float)
-    y = np.array([r["broker_cpu_s"] for r in usable], float)
-    coef, _, rank, _ = np.linalg.lstsq(x, y, rcond=None)
-    predicted = x @ coef
-    residual = y - predicted
-    dof = max(len(y) - x.shape[1], 1)
-    sigma2 = float(residual @ residual) / dof
-    try:
-        stderr = np.sqrt(np.diag(sigma2 * np.linalg.inv(x.T @ x)))
-    except np.linalg.LinAlgError:
-        stderr = np.full(3, np.nan)
-    a, b, c = (float(v) for v in coef)
-    one_big = a + 1000 * b
-    many_small = 1000 * (a + b)
-    return {
-        "points": len(y), "rank": int(rank),
-        "a_ms_per_request": a * 1e3, "a_stderr_ms": float(stderr[0]) * 1e3,
-        "b_ms_per_partition_batch": b * 1e3, "b_stderr_ms": float(stderr[1]) * 1e3,
-        "c_s_per_mb": c, "c_stderr_s": float(stderr[2]),
-        "rms_error_s": float(np.sqrt(np.mean(residual ** 2))),
-        "mean_relative_error_pct": float(np.mean(np.abs(residual) / np.maximum(y, 1e-9))) * 100,
-        "r2": float(1 - (residual @ residual) / max(float(((y - y.mean()) ** 2).sum()), 1e-12)),
-        "one_1000_partition_request_ms": one_big * 1e3,
-        "thousand_1_partition_requests_ms": many_small * 1e3,
-        "ratio": many_small / one_big if one_big > 0 else None,
-    }
 
 
 def _fmt(value: Any, digits: int = 1) -> str:

@@ -233,3 +233,21 @@ def test_broker_metrics_needs_an_external_cluster_and_a_url():
                                     "--broker-metrics", "h:1/m", "--duration", "1"])
     assert proc.exit_code == 2 and "not an http(s) URL" in proc.output
     assert "Traceback" not in proc.output
+
+
+def test_the_cost_model_fit_recovers_known_costs_and_compares_request_shapes():
+    from producer_core.measure.cost_model import fit
+
+    a, b, c = 0.002, 0.0001, 0.05  # s per request, per partition batch, per MB
+    shapes = [(3000, 3000, 1.5), (10, 5000, 1.5), (50, 900, 2.0), (100, 150, 1.0),
+              (800, 4000, 3.0), (20, 20, 0.5)]
+    rows = [{"requests": r, "partition_batches": p, "mb": m, "broker_cpu_s": a * r + b * p + c * m}
+            for r, p, m in shapes]
+    model = fit(rows)
+    assert model["a_ms_per_request"] == pytest.approx(2.0)
+    assert model["b_ms_per_partition_batch"] == pytest.approx(0.1)
+    assert model["c_s_per_mb"] == pytest.approx(0.05)
+    assert model["rms_error_s"] == pytest.approx(0.0, abs=1e-9) and model["r2"] == pytest.approx(1)
+    assert model["one_1000_partition_request_ms"] == pytest.approx(2.0 + 100.0)
+    assert model["thousand_1_partition_requests_ms"] == pytest.approx(2100.0)
+    assert model["ratio"] == pytest.approx(2100 / 102)
