@@ -125,7 +125,9 @@ def bottleneck_warning(results: Results) -> str | None:
         if busiest is not None:
             pct = busiest[1]["cpu_pct_of_core"]
             text += (f", node {busiest[0]} at {pct:,.0f}% of a core"
-                     + (" (a saturated core)" if pct >= SATURATED_PCT else ""))
+                     + (" (a saturated core)" if pct >= SATURATED_PCT else
+                        "; no broker core was saturated, so the round trips waited "
+                        "elsewhere too (a loaded machine, the network, the broker's queues)"))
     return text + "."
 
 

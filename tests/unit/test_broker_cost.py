@@ -204,6 +204,9 @@ def test_the_broker_is_named_when_round_trips_make_messages_late():
     warning = bottleneck_warning(results)
     assert warning is not None and "broker is the likely bottleneck" in warning
     assert "Kafka used 26.0 s of CPU" in warning
+    assert "a saturated core" in warning  # 26 s in a run of ~1-2 s: more than a core
+    idle = bottleneck_warning(with_broker_cost(_late_results(0.001, 5.0), broker_cpu_s=0.01))
+    assert idle is not None and "no broker core was saturated" in idle
 
 
 def test_no_bottleneck_warning_when_the_generator_is_late_or_round_trips_short():
