@@ -54,3 +54,22 @@ def broker_cost_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     if cost.get("missing"):
         rows.append(("broker metrics missing", "; ".join(cost["missing"])))
     return rows
+
+
+def broker_cost_notes(runs: list[dict[str, Any]]) -> list[str]:
+    """One line per distinct reason the comparison's broker rows are missing figures."""
+    notes: list[str] = []
+    for run in runs:
+        cost = run.get("broker_cost")
+        if not cost:
+            continue
+        kafka = cost.get("kafka") or {}
+        if not kafka.get("available"):
+            line = f"Broker cost: Kafka's own metrics not available: {kafka.get('reason')}."
+            if line not in notes:
+                notes.append(line)
+        if not (cost.get("broker") or {}).get("measured"):
+            line = "Broker cost: the brokers' CPU was not measured."
+            if line not in notes:
+                notes.append(line)
+    return notes

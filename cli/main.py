@@ -13,6 +13,7 @@ import click
 
 from cli.analyze_cmd import analyze
 from cli.broker_cost_opts import broker_endpoints, broker_metrics_option
+from cli.broker_cost_render import broker_cost_notes
 from cli.client_opts import client_inputs, client_options, finish_settings
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
@@ -314,6 +315,8 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         add_facts(document, target.embedded, target.description,
                   implementation=target.implementation, version=target.version)
         out.print(comparison_table(document))
+        for note in broker_cost_notes(document["runs"]):
+            console.print(note)
         for run_document in document["runs"]:
             if "verify" in run_document:
                 out.print(verify_table(run_document["verify"],

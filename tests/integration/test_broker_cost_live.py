@@ -97,6 +97,8 @@ def test_tansu_process_cpu_and_no_kafka_metrics_in_compare_modes(tmp_path):
         "--json", str(out)])
     assert proc.exit_code == 0, proc.output
     assert "broker_cpu_s" in proc.output and "broker_produce_requests" not in proc.output
+    assert "Kafka's own metrics not available: Tansu has no Kafka request metrics" in (
+        " ".join(proc.output.split()))
     document = json.loads(out.read_text())
     for run_doc in document["runs"]:
         cost = run_doc["broker_cost"]
