@@ -13,6 +13,8 @@ import click
 from rich.markup import escape
 
 from cli.analyze_cmd import analyze
+from cli.broker_cost_opts import broker_endpoints, broker_metrics_option
+from cli.broker_cost_render import broker_cost_notes
 from cli.capacity_cmd import capacity
 from cli.client_opts import client_inputs, client_options, finish_settings
 from cli.consume_opts import check_consume, consume_options, consuming
@@ -55,7 +57,7 @@ from cli.stopping import StopOnSignal, accepts_stop
 from cli.sweep_cmd import sweep
 from cli.txn_opts import transaction_options
 from producer_core.brokers import BrokerTarget
-from producer_core.brokers.per_run import run_targets
+from producer_core.brokers.per_run import run_targets, with_cost
 from producer_core.brokers.target import broker_target
 from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
@@ -175,6 +177,7 @@ def announce_start(target: BrokerTarget) -> None:
 @transaction_options
 @delivery_options
 @dashboard_option
+@broker_metrics_option
 @friendly_errors
 @consume_options
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
@@ -189,6 +192,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     dashboard_spec = workload_flags.pop("dashboard")
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
+    endpoints = broker_endpoints(workload_flags, bootstrap_servers)
     check_setting_texts(overrides)
     client = client_inputs(command_config, overrides, bootstrap_servers, [mode],
                            replication_factor, topic_configs)
@@ -209,6 +213,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                           f"mode {mode}{runner.description}.")
             run, stop = engine_call(engine_run, verify, stopper, consume)
+            run = with_cost(run, target, endpoints)
             with runner.progress(f"[{mode}]", progress) as on_progress, \
                     warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -282,6 +287,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 @transaction_options
 @delivery_options
 @dashboard_option
+@broker_metrics_option
 @friendly_errors
 @consume_options
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
@@ -301,6 +307,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     dashboard_spec = workload_flags.pop("dashboard")
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
+    endpoints = broker_endpoints(workload_flags, bootstrap_servers)
     modes = parse_modes(modes_text, MODES)
     check_setting_texts([*overrides, *mode_configs])
     client = client_inputs(command_config, overrides, bootstrap_servers, modes,
@@ -336,7 +343,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                                                  if repeat > 1 else "") + ".")
         return stack.enter_context(runner.progress(f"[{mode}]", progress))
 
-    with stopper, run_targets(bootstrap_servers, shape) as (target, on_its_broker), \
+    with stopper, run_targets(bootstrap_servers, shape, endpoints) as (target, on_its_broker), \
             runner.open() as engine_run, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         announce_start(target)
@@ -354,6 +361,8 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         add_facts(document, target.embedded, target.description,
                   implementation=target.implementation, version=target.version)
         out.print(comparison_table(document))
+        for note in broker_cost_notes(document["runs"]):
+            console.print(note)
         for run_document in document["runs"]:
             for table in consumers_tables(run_document, f"mode {run_document['mode']}, "
                                                         f"round {run_document['round']}"):

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from cli.broker_cost_render import broker_cost_rows
 from producer_core.metric_catalog import summary_metric
 from producer_core.modes import COLLECTOR_MODES
 
@@ -61,6 +62,9 @@ def summary_table(result: dict[str, Any]) -> Table:
          f"{_ms(result['linger']['max_ms'])}"),
         ("generator lag p99 / max ms", f"{_ms(result['generator_lag']['p99_ms'])} / "
                                        f"{_ms(result['generator_lag']['max_ms'])}"),
+        *([("broker round trip p50 / p99 ms", f"{_ms(result['rtt']['p50_ms'])} / "
+                                              f"{_ms(result['rtt']['p99_ms'])}")]
+          if result.get("rtt", {}).get("count") else []),
         ("requests by broker", ", ".join(
             f"{k}: {v:,}" for k, v in result["requests_by_broker"].items()) or "-"),
     ]
@@ -91,6 +95,8 @@ def summary_table(result: dict[str, Any]) -> Table:
         table.add_row("idempotence: producer id / epoch (bumps)",
                       f"{idempotence['producer_id']} / {idempotence['producer_epoch']} "
                       f"({idempotence.get('epoch_bumps', 0)})")
+    for name, value in broker_cost_rows(result):
+        table.add_row(name, value)
     if result.get("complete") is False:
         table.add_row("complete", "no: stopped before its end")
     return table

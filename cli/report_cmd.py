@@ -204,6 +204,15 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
     if series:
         charts["requests_per_second"] = rps_chart(series, out_dir / "requests_per_second.png",
                                                   modes=series_modes)
+    from cli.broker_cost_chart import broker_cost_chart
+
+    cost = broker_cost_chart(
+        [(f"{_name(item)}: {_run_label(item, run)}" if len(loaded) > 1
+          else _run_label(item, run), run["mode"], run["broker_cost"])
+         for item in loaded for run in item.runs if run.get("broker_cost")],
+        out_dir / "broker_cost.png")
+    if cost is not None:
+        charts["broker_cost"] = cost
     return charts
 
 
@@ -231,6 +240,7 @@ _CHART_TITLES = {
     "requests_per_second": "Requests per second",
     "frontier": "Sweep: requests per second against latency, per mode",
     "capacity": "Capacity search: probe rates against latency, the highest sustained marked",
+    "broker_cost": "Broker CPU per mode and node, and per million messages",
 }
 
 

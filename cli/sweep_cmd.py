@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.broker_cost_opts import broker_endpoints, broker_metrics_option
 from cli.consume_opts import consume_options, consuming
 from cli.dashboard import dashboard_option, finish_dashboard, open_dashboard, sweep_hooks
 from cli.errors import friendly_errors
@@ -140,6 +141,14 @@ def _cell(figures: dict[str, Any], name: str, repeats: int, fmt: str) -> str:
     return text
 
 
+E2E_COLUMNS = (("e2e_p50_ms", "e2e p50 ms"), ("e2e_p99_ms", "e2e p99 ms"))
+"""End-to-end latency columns (--consume), shown when some cell measured them."""
+BROKER_COLUMNS = (("broker_cpu_s_per_million_msgs", "broker CPU s/M msgs"),
+                  ("broker_handler_idle_pct", "handler idle %"),
+                  ("broker_produce_p99_ms", "broker Produce p99 ms"))
+"""The broker cost columns (measure/broker_cost.py), shown when some cell measured them."""
+
+
 def sweep_table(document: dict[str, Any]) -> Table:
     """One row per cell: its figures (median, min–max over repeats), frontier, SLO."""
     sweep = document["sweep"]
@@ -152,12 +161,12 @@ def sweep_table(document: dict[str, Any]) -> Table:
     table = Table(title=title + (" (latency in ms)" if narrow else ""),
                   box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
     widest = max((len(cell["id"]) for cell in sweep["cells"]), default=4)
-    e2e = any("e2e_p99_ms" in (cell.get("figures") or {}) for cell in sweep["cells"])
-    e2e_names = (("e2e p50", "e2e p99") if narrow else ("e2e p50 ms", "e2e p99 ms")) if e2e else ()
-    names = (("cell", "status", "req/s", "msg/req", "B/req", "p50", "p99", "p99.9", *e2e_names,
-              "Pareto")
+    extra = [(key, header) for key, header in (*E2E_COLUMNS, *BROKER_COLUMNS)
+             if any(key in (c.get("figures") or {}) for c in sweep["cells"])]
+    names = (("cell", "status", "req/s", "msg/req", "B/req", "p50", "p99", "p99.9",
+              *[header.removesuffix(" ms") for _, header in extra], "Pareto")
              if narrow else ("cell", "status", "requests/s", "msgs/req", "bytes/req",
-                             "p50 ms", "p99 ms", "p99.9 ms", *e2e_names, "frontier"))
+                             "p50 ms", "p99 ms", "p99.9 ms", *[h for _, h in extra], "frontier"))
     for name in names:  # cell ids and numbers stay whole (widths set below), reasons wrap
         table.add_column(name, justify="left" if name in ("cell", "status") else "right",
                          no_wrap=name != "status", min_width=widest if name == "cell" else
@@ -167,7 +176,7 @@ def sweep_table(document: dict[str, Any]) -> Table:
         if not f:
             table.add_row(cell["id"], f"[red]{cell['status']}[/red]: "
                           f"{escape(cell.get('reason') or '')}",
-                          *[""] * (9 if e2e else 7))
+                          *[""] * (7 + len(extra)))
             continue
         status = "ok" if cell["status"] == "ok" else \
             f"[red]failed[/red]: {escape(cell['reason'] or '')}"
@@ -178,9 +187,8 @@ def sweep_table(document: dict[str, Any]) -> Table:
                       _cell(f, "bytes_per_request", repeats, ",.0f"),
                       _cell(f, "p50_ms", repeats, ",.1f"), _cell(f, "p99_ms", repeats, ",.1f"),
                       _cell(f, "p999_ms", repeats, ",.1f"),
-                      *((_cell(f, "e2e_p50_ms", repeats, ",.1f") if "e2e_p50_ms" in f else "-",
-                         _cell(f, "e2e_p99_ms", repeats, ",.1f") if "e2e_p99_ms" in f else "-")
-                        if e2e else ()), mark)
+                      *[_cell(f, key, repeats, ",.1f") if key in f else "-" for key, _ in extra],
+                      mark)
     for column in table.columns[2:]:
         column.min_width = max(len(str(column.header)),
                                *(len(str(value)) for value in column.cells))
@@ -217,9 +225,15 @@ def sweep_table(document: dict[str, Any]) -> Table:
               show_default=True,
               help="The recommendation's comparison: the best cell of this mode that meets "
                    "the SLO.")
+@click.option("--minimize", type=click.Choice(["requests", "broker-cpu"]),
+              default="requests", show_default=True,
+              help="What the --slo recommendation minimises among the cells that meet it: "
+                   "requests/s, or the broker's CPU seconds per million messages (measured "
+                   "on brokers kbatch starts, or with --broker-metrics).")
 @click.option("--bootstrap-servers", default=None, metavar="HOST:PORT[,...]",
               help="Kafka cluster to use. Default: an embedded Tansu broker started afresh "
                    "for each run (--broker kafka: one cluster for all runs).")
+@broker_metrics_option
 @lab_options
 @click.option("--runner", type=click.Choice(["local", "spark"]), default="local",
               show_default=True,
@@ -251,7 +265,8 @@ def sweep_table(document: dict[str, Any]) -> Table:
 @consume_options
 def sweep(modes_text: str, windows_text: str, rates_text: str | None,
           axes_text: tuple[str, ...], overrides: tuple[str, ...], repeats: int,
-          slo_text: str | None, reference_mode: str, bootstrap_servers: str | None,
+          slo_text: str | None, reference_mode: str, minimize: str,
+          bootstrap_servers: str | None,
           runner: str, workers: int | None, spark_master: str | None,
           spark_conf: tuple[str, ...], out_dir: Path, resume: bool, chart: bool,
           progress: bool, consume: Any = None, **workload_flags: Any) -> None:
@@ -267,6 +282,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     """
     dashboard_spec = workload_flags.pop("dashboard")
     shape = lab_shape(workload_flags)
+    endpoints = broker_endpoints(workload_flags, bootstrap_servers)
     modes = parse_modes(modes_text, MODES)
     windows = parse_int_list(windows_text, "--windows")
     rates = parse_rate_list(rates_text) if rates_text else []
@@ -287,7 +303,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     workload = workload_from_flags(**workload_flags)
     grid = {"modes": modes, "windows": windows, "rates": rates,
             "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
-    plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode)
+    plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode, minimize)
     spark = spark_cells(runner, workers, spark_master, spark_conf, bootstrap_servers, shape)
     open_dashboard(dashboard_spec, f"kbatch sweep {','.join(modes)}")
     with ExitStack() as stack:
@@ -295,7 +311,8 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
             target = BrokerTarget("", "its own embedded broker per cell", embedded=True)
             on_its_broker = None
         else:
-            target, on_its_broker = stack.enter_context(run_targets(bootstrap_servers, shape))
+            target, on_its_broker = stack.enter_context(
+                run_targets(bootstrap_servers, shape, endpoints))
         if spark is not None:
             console.print(f"Starting Spark ({spark.master.url})...")
             stack.enter_context(spark)

@@ -18,6 +18,7 @@ from producer_core.engine import Progress, run
 from producer_core.errors import UsageError
 from producer_core.metric_catalog import (
     OPTIONAL_SUMMARY_METRICS,
+    SUMMARY,
     SUMMARY_METRICS,
     Change,
     summary_metric,
@@ -140,7 +141,12 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
             continue
         summary[mode] = {}
         for name, get in SUMMARY_METRICS.items():
-            values = [float(get(r)) for r in mine]
+            if SUMMARY[name].optional:  # measured in some runs only (broker_cost)
+                values = [float(v) for v in optional_values(get, mine) if v is not None]
+                if not values:
+                    continue
+            else:
+                values = [float(get(r)) for r in mine]
             summary[mode][name] = {
                 "median": statistics.median(values), "min": min(values), "max": max(values),
             }
@@ -153,6 +159,17 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
                 "median": statistics.median(values), "min": min(values), "max": max(values),
             }
     return summary
+
+
+def optional_values(get: Any, runs: list[dict[str, Any]]) -> list[Any]:
+    """An optional metric's value in each run (None where the run lacks it)."""
+    values = []
+    for document in runs:
+        try:
+            values.append(get(document))
+        except (KeyError, TypeError):
+            values.append(None)
+    return values
 
 
 def change_text(metric: str, base: float, value: float) -> str:

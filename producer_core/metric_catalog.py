@@ -32,6 +32,9 @@ class Merge(Enum):
     """An HdrHistogram, merged exactly from its encoded form."""
     RECOMPUTE = "recompute"
     """Derived in `Results.to_dict` from merged figures (a rate, a ratio, a percentile)."""
+    NOT_MERGED = "not_merged"
+    """Measured once around the whole run, never per share (`broker_cost`: the shares of
+    a distributed run share the brokers, so their readings must not add)."""
 
 
 class Change(Enum):
@@ -61,6 +64,8 @@ class Metric:
     digits: int = 0
     """Decimals in compare-modes' table."""
     change: Change = Change.PERCENT
+    optional: bool = False
+    """Present only when the run measured it (`broker_cost`): summaries skip it if absent."""
 
     def value(self, run: Mapping[str, Any]) -> Any:
         """The figure in a run document (KeyError if the document lacks it)."""
@@ -97,6 +102,22 @@ METRICS: tuple[Metric, ...] = (
     Metric("mb_per_s", "rate.mb_per_s", "MB/s", Merge.RECOMPUTE, summary=True, digits=2),
     Metric("failed", "messages.failed", "messages", Merge.SUM, "messages_failed",
            summary=True),
+    # what the run cost the brokers (measure/broker_cost.py), where it was measured
+    *(Metric(name, f"broker_cost.{path}", unit, Merge.NOT_MERGED, summary=True,
+             digits=digits, change=change, optional=True)
+      for name, path, unit, digits, change in (
+          ("broker_cpu_s", "broker.cpu_s", "s", 2, Change.PERCENT),
+          ("broker_cpu_s_per_million_msgs", "broker.cpu_s_per_million_msgs", "s", 1,
+           Change.PERCENT),
+          ("broker_produce_requests", "kafka.produce_requests_run", "requests", 0,
+           Change.FEWER_MORE),
+          ("broker_handler_idle_pct", "kafka.request_handler_idle_pct", "%", 1,
+           Change.PERCENT),
+          ("broker_produce_p99_ms", "kafka.produce_time_ms.total.p99", "ms", 1,
+           Change.DELTA_MS),
+          ("client_cpu_s_per_million_msgs", "client.cpu_s_per_million_msgs", "s", 1,
+           Change.PERCENT),
+      )),
     # counters
     Metric("retried_requests", "retried_requests", "requests", Merge.SUM, "retried_requests"),
     Metric("records_sent", "records_sent", "records", Merge.SUM, "records_sent"),

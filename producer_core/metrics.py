@@ -269,6 +269,11 @@ class Results:
     run_start: float | None = None
     """The schedule's zero on the run driver's clock (time.monotonic), not in the JSON:
     consumers on the same host measure end-to-end latency from it."""
+    broker_cost: dict[str, Any] | None = None
+    """What the run cost the brokers and the client (`measure.broker_cost`)."""
+    clock_span: tuple[float, float] | None = None
+    """The run's start and end on `time.monotonic()` (every driver's clock), so that
+    measurements taken beside it find its window; not in the JSON."""
 
     @classmethod
     def of_run(cls, mode: str, workload: Workload, settings: dict[str, Any], bootstrap: str,
@@ -284,6 +289,7 @@ class Results:
             warnings=warnings, messages_intended=intended or metrics.messages_generated,
             target_msgs_per_s=run_target_rate(workload), policy=policy,
             transactions=transactions, client=client, run_start=start,
+            clock_span=(start, end),
         )
 
     def sections(self) -> dict[str, Any]:
@@ -301,6 +307,8 @@ class Results:
             named["runner"] = self.runner
         if self.consumers is not None:
             named["consumers"] = self.consumers
+        if self.broker_cost is not None:
+            named["broker_cost"] = self.broker_cost
         return named
 
     @property

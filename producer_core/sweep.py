@@ -240,7 +240,25 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, float]:
         "failed": float(run["messages"]["failed"]),
         "achieved_msgs_per_s": float(rate["achieved_msgs_per_s"]),
         "generator_lag_p99_ms": float(run.get("generator_lag", {}).get("p99_ms", 0.0)),
+        **broker_figures(run),
     }
+
+
+#: What a sweep's recommendation minimises (--minimize): the figure it ranks passing cells by.
+OBJECTIVES = {"requests": "requests_per_s", "broker-cpu": "broker_cpu_s_per_million_msgs"}
+
+
+def broker_figures(run: Mapping[str, Any]) -> dict[str, float]:
+    """The run's broker cost figures (measure/broker_cost.py) that were measured."""
+    cost = run.get("broker_cost") or {}
+    kafka = cost.get("kafka") or {}
+    values = {
+        "broker_cpu_s_per_million_msgs": (cost.get("broker") or {}).get("cpu_s_per_million_msgs"),
+        "broker_handler_idle_pct": kafka.get("request_handler_idle_pct"),
+        "broker_produce_p99_ms": ((kafka.get("produce_time_ms") or {}).get("total") or {}
+                                  ).get("p99"),
+    }
+    return {k: float(v) for k, v in values.items() if v is not None}
 
 
 LOAD_MET_RATIO = 0.9
@@ -341,34 +359,31 @@ def meets(result: CellResult, slo: Slo) -> bool:
 
 
 TIE_RATIO = 0.02
-"""Without repeats, cells whose requests/s differ by less than this share are tied: one run
-cannot tell 200.412 from 200.385 requests/s apart from noise."""
+"""Without repeats, cells whose cost (requests/s, or broker CPU) differs by less than this
+share are tied: one run cannot tell 200.412 from 200.385 requests/s apart from noise."""
+
+OBJECTIVE_NAMES = {"requests_per_s": "requests/s",
+                   "broker_cpu_s_per_million_msgs": "broker CPU per million messages"}
 
 
 @dataclass(frozen=True)
 class Choice:
-    """The recommended cell and, when its requests/s tied with others', how it won."""
+    """The recommended cell and, when its cost tied with others', how it won."""
 
     cell: CellResult
     tied: tuple[CellResult, ...] = ()
     tie_rule: str = ""  # why the figures count as tied
     tie_break: str = ""  # what decided among them
+    objective: str = "requests_per_s"
 
 
-def _cost(result: CellResult) -> float:
-    """What the recommendation minimises: requests/s (each request costs the broker work;
-    results of this version hold no broker cost to rank by)."""
-    return result.figure("requests_per_s")
-
-
-def ties(best: CellResult, other: CellResult) -> bool:
+def ties(best: CellResult, other: CellResult, objective: str = "requests_per_s") -> bool:
     """Noise cannot tell the two cells' cost apart: with repeats, the medians differ by
     less than the wider of the two measured spreads (max - min); without, by under 2%."""
-    low, high = sorted((_cost(best), _cost(other)))
+    low, high = sorted((best.figure(objective), other.figure(objective)))
     if len(best.runs) > 1 and len(other.runs) > 1:
-        spread = max(best.figure("requests_per_s", "max") - best.figure("requests_per_s", "min"),
-                     other.figure("requests_per_s", "max")
-                     - other.figure("requests_per_s", "min"))
+        spread = max(best.figure(objective, "max") - best.figure(objective, "min"),
+                     other.figure(objective, "max") - other.figure(objective, "min"))
         return high - low <= spread
     return high - low < TIE_RATIO * max(high, 1e-9)
 
@@ -378,37 +393,40 @@ def _simplicity(result: CellResult) -> tuple[float, int]:
     return (float(result.cell.window or 0), len(result.cell.axes))
 
 
-def _choose(results: Sequence[CellResult], slo: Slo) -> Choice | None:
-    """The cell with the lowest cost that meets the SLO; cells tied with it on cost (see
-    `ties`) are ranked by lower latency, then by the simpler setting."""
-    passing = [r for r in results if meets(r, slo)]
+def _choose(results: Sequence[CellResult], slo: Slo, objective: str = "requests_per_s"
+            ) -> Choice | None:
+    """The cell with the lowest cost (`objective`) that meets the SLO; cells tied with it on
+    cost (see `ties`) are ranked by lower latency, then by the simpler setting."""
+    passing = [r for r in results if meets(r, slo)
+               and all(objective in run_figures(run) for run in r.runs)]
     if not passing:
         return None
-    cheapest = min(passing, key=lambda r: (_cost(r), r.figure(slo.metric), _simplicity(r)))
-    tied = [r for r in passing if r is cheapest or ties(cheapest, r)]
+    cheapest = min(passing, key=lambda r: (r.figure(objective), r.figure(slo.metric),
+                                           _simplicity(r)))
+    tied = [r for r in passing if r is cheapest or ties(cheapest, r, objective)]
     if len(tied) == 1:
-        return Choice(cheapest)
+        return Choice(cheapest, objective=objective)
     chosen = min(tied, key=lambda r: (r.figure(slo.metric), _simplicity(r)))
     rule = ("differ by less than their spread over the repeats"
             if all(len(r.runs) > 1 for r in tied) else
             f"differ by under {TIE_RATIO:.0%}")
-    latencies = {r.figure(slo.metric) for r in tied}
-    best_latency = min(latencies)
+    best_latency = min(r.figure(slo.metric) for r in tied)
     by_latency = [r for r in tied if r.figure(slo.metric) == best_latency]
     reason = (f"lower {slo.name}" if len(by_latency) == 1 else
               "the same latency and the simpler setting")
-    return Choice(chosen, tuple(r for r in tied if r is not chosen), rule, reason)
+    return Choice(chosen, tuple(r for r in tied if r is not chosen), rule, reason, objective)
 
 
-def _best(results: Sequence[CellResult], slo: Slo) -> CellResult | None:
-    choice = _choose(results, slo)
+def _best(results: Sequence[CellResult], slo: Slo, objective: str = "requests_per_s"
+          ) -> CellResult | None:
+    choice = _choose(results, slo, objective)
     return None if choice is None else choice.cell
 
 
 def _tie_text(choice: Choice, slo: Slo) -> str:
     others = "; ".join(f"{r.cell.label}: {_figures_text(r, slo)}" for r in choice.tied)
-    return (f" (chosen among ties: its requests/s and those of {others} {choice.tie_rule}, "
-            f"so it won on {choice.tie_break})")
+    return (f" (chosen among ties: its {OBJECTIVE_NAMES[choice.objective]} and those of "
+            f"{others} {choice.tie_rule}, so it won on {choice.tie_break})")
 
 
 def _figures_text(result: CellResult, slo: Slo) -> str:
@@ -417,7 +435,11 @@ def _figures_text(result: CellResult, slo: Slo) -> str:
     if len(result.runs) > 1:
         text += (f" ({result.figure(slo.metric, 'min'):,.1f}–"
                  f"{result.figure(slo.metric, 'max'):,.1f})")
-    return text + f", {result.figure('requests_per_s'):,.0f} requests/s"
+    text += f", {result.figure('requests_per_s'):,.0f} requests/s"
+    if "broker_cpu_s_per_million_msgs" in run_figures(result.runs[0]):
+        text += (f", broker CPU {result.figure('broker_cpu_s_per_million_msgs'):,.1f} s per "
+                 "million messages")
+    return text
 
 
 def _settings_text(cell: Cell) -> str:
@@ -425,13 +447,18 @@ def _settings_text(cell: Cell) -> str:
 
 
 def recommend(results: Sequence[CellResult], slo: Slo,
-              reference_mode: str = "partition") -> dict[str, Any]:
-    """The cell with the fewest requests/s whose SLO holds, in one sentence with numbers,
-    compared with the best cell of `reference_mode` that meets the SLO too. Cells whose
-    requests/s noise cannot tell apart (`ties`) are ranked by latency, then simplicity, and
-    the sentence says so."""
-    choice = _choose(results, slo)
+              reference_mode: str = "partition", minimize: str = "requests") -> dict[str, Any]:
+    """The cell with the fewest requests/s (or, `minimize="broker-cpu"`, the least broker
+    CPU per million messages) whose SLO holds, in one sentence with numbers, compared with
+    the best cell of `reference_mode` that meets the SLO too. Cells whose cost noise cannot
+    tell apart (`ties`) are ranked by latency, then simplicity, and the sentence says so."""
+    objective = OBJECTIVES[minimize]
+    choice = _choose(results, slo, objective)
     best = None if choice is None else choice.cell
+    if best is None and objective != "requests_per_s" and _best(results, slo) is not None:
+        return {"cell": None, "text": (
+            f"Cells meet {slo.text}, but none has the broker's CPU measured (--minimize "
+            "broker-cpu needs a broker kbatch starts, or --broker-metrics).")}
     if choice is None or best is None:
         ran = [r for r in results if r.ok and r.has(slo.metric)]
         if not ran:
@@ -441,13 +468,23 @@ def recommend(results: Sequence[CellResult], slo: Slo,
             f"No cell meets {slo.text}; the lowest {slo.name} is {closest.cell.label}: "
             f"{_figures_text(closest, slo)}.")}
     text = f"{best.cell.label}: {_figures_text(best, slo)}"
-    document: dict[str, Any] = {"cell": best.cell.id}
+    document: dict[str, Any] = {"cell": best.cell.id, "minimize": minimize}
     if choice.tied:
         text += _tie_text(choice, slo)
         document["tied_cells"] = [r.cell.id for r in choice.tied]
         document["tie_break"] = choice.tie_break
-    reference = _best([r for r in results if r.cell.mode == reference_mode], slo)
-    if reference is not None and reference is not best and reference not in choice.tied:
+    reference = _best([r for r in results if r.cell.mode == reference_mode], slo, objective)
+    compared = reference is not None and reference is not best and reference not in choice.tied
+    if compared and objective != "requests_per_s":
+        mine, theirs = best.figure(objective), reference.figure(objective)
+        if theirs > 0:
+            less = (1 - mine / theirs) * 100
+            text += (f", {abs(less):.0f}% {'less' if less >= 0 else 'more'} broker CPU per "
+                     f"message than the best {reference_mode} setting that meets the SLO "
+                     f"({_settings_text(reference.cell)}: {_figures_text(reference, slo)})")
+            document["reference_cell"] = reference.cell.id
+            document["less_broker_cpu_pct"] = round(less, 1)
+    elif compared:
         mine, theirs = best.figure("requests_per_s"), reference.figure("requests_per_s")
         if theirs > 0:
             fewer = (1 - mine / theirs) * 100

@@ -51,6 +51,8 @@ class SweepPlan:
     grid: dict[str, Any] = field(default_factory=dict)
     slo: Slo | None = None
     reference_mode: str = "partition"
+    minimize: str = "requests"
+    """What the recommendation minimises (sweep.OBJECTIVES)."""
 
     def __post_init__(self) -> None:
         if self.workload.topics and any(c.rate is not None for c in self.cells):
@@ -114,8 +116,8 @@ def build_document(plan: SweepPlan, runs: list[dict[str, Any]],
             "cells": cells,
             "frontier": {"latency": latency, **frontiers(results, latency)},
             "slo": plan.slo.text if plan.slo else None,
-            "recommendation": (recommend(results, plan.slo, plan.reference_mode)
-                               if plan.slo else None),
+            "recommendation": (recommend(results, plan.slo, plan.reference_mode,
+                                         plan.minimize) if plan.slo else None),
             "resume_key": plan.key,
         },
     }

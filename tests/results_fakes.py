@@ -62,3 +62,34 @@ def fake_comparison(modes: tuple[str, ...] = ("partition", "broker"), repeat: in
     document["broker"] = "test cluster"
     add_facts(document, embedded=False, broker="test cluster")
     return document, recorder.results
+
+
+def with_broker_cost(results: Results, broker_cpu_s: float = 2.0, produce: int = 100
+                     ) -> Results:
+    """`results` with a `broker_cost` section computed from synthetic snapshots: one Kafka
+    node that used `broker_cpu_s` over the run and counted `produce` Produce requests."""
+    from producer_core.measure.broker_cost import (
+        RunWindow,
+        Snapshot,
+        Watched,
+        WindowCounts,
+        section,
+    )
+    from producer_core.measure.kafka_metrics import KafkaReading, TimeHistogram
+    from producer_core.measure.process_cost import CpuReading
+
+    end = results.duration_s
+    snaps = []
+    for t, share in ((0.0, 0.0), (end, 1.0)):
+        kafka = KafkaReading(produce_requests=produce * share, handler_idle_ns=share * end * 8e8,
+                             network_idle=0.9, messages_in=1000 * share, bytes_in=1e5 * share,
+                             times={"total": TimeHistogram(produce * share, 2.0, 1.0, 9.0)})
+        snaps.append(Snapshot(t, {"1": CpuReading(broker_cpu_s * share, 0.0, 0.0)},
+                              CpuReading(share, 0.0, 0.0), {"1": kafka}))
+    m = results.metrics
+    results.broker_cost = section(
+        snaps, Watched("kafka", {"1": 4242}, {"1": "http://127.0.0.1:1/metrics"}),
+        RunWindow(0.0, end, 0.0), [],
+        WindowCounts(end, results.requests_sent, m.messages_acked, m.bytes_sent),
+        results.requests_sent)
+    return results

@@ -7,7 +7,8 @@ makes the choice and imports them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from producer_core.errors import UsageError
@@ -15,6 +16,20 @@ from producer_core.errors import UsageError
 #: The broker implementations kbatch can start itself (``--broker``); tansu is the default.
 BROKERS = ("tansu", "kafka")
 KAFKA_NODE_COUNTS = (1, 3)
+
+
+@dataclass(frozen=True)
+class BrokerProcesses:
+    """The broker processes kbatch started, now (their cost is measured, measure/)."""
+
+    pids: dict[str, int] = field(default_factory=dict)
+    """node name -> pid of each broker process."""
+    metrics_urls: dict[str, str] = field(default_factory=dict)
+    """node name -> its Prometheus endpoint (the JMX exporter on Kafka nodes)."""
+    other_pids: tuple[int, ...] = ()
+    """Child processes that are neither broker nor client (the lab's facade)."""
+    warning: str | None = None
+    """Why something is not measured."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +47,8 @@ class BrokerTarget:
     implementation: str = "tansu"
     version: str | None = None
     started_in_s: float | None = None
+    processes: Callable[[], BrokerProcesses] | None = None
+    """The broker processes as they are now (None: kbatch started none)."""
 
 
 def validate_broker_choice(broker: str, bootstrap: str | None, brokers: int,

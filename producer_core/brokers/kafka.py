@@ -96,6 +96,8 @@ class _Node:
     advertised_port: int
     proc: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = field(default=None, repr=False)
+    metrics_port: int | None = None
+    """The JMX exporter's /metrics port (None: no exporter on this node)."""
 
     @property
     def log_path(self) -> Path:
@@ -128,6 +130,7 @@ class KafkaCluster:
         progress: Callable[[str], None] | None = None,
         dist: KafkaDist | None = None,
         format_args: Sequence[str] = (),
+        metrics_exporter: bool = False,
     ) -> None:
         if nodes not in (1, 3):
             raise UsageError(
@@ -144,6 +147,10 @@ class KafkaCluster:
         self._progress = progress
         self._dist = dist
         self._format_args = tuple(format_args)  # e.g. --add-scram for SCRAM users
+        self._metrics_exporter = metrics_exporter  # measure.jmx_exporter on each node
+        self._exporter_jar: Path | None = None
+        self.metrics_warning: str | None = None
+        """Why the nodes have no metrics endpoint although one was asked for."""
         self._root: Path | None = None
         self._nodes: dict[int, _Node] = {}
         self.cluster_id = new_cluster_id()
@@ -180,6 +187,12 @@ class KafkaCluster:
         """node id -> pid of every node process that is running."""
         return {i: n.proc.pid for i, n in self._nodes.items()
                 if n.proc is not None and n.proc.poll() is None}
+
+    @property
+    def metrics_urls(self) -> dict[int, str]:
+        """node id -> the JMX exporter's /metrics URL (empty without the exporter)."""
+        return {i: f"http://{self.host}:{n.metrics_port}/metrics"
+                for i, n in self._nodes.items() if n.metrics_port is not None}
 
     @property
     def pids(self) -> list[int]:
@@ -246,13 +259,15 @@ class KafkaCluster:
     def _plan(self) -> None:
         assert self._root is not None
         names = ["CLIENT", "INTERNAL", "CONTROLLER", *self._extra_listeners]
-        ports = _free_ports(self.host, len(names) * self.nodes)
+        exporter = self._exporter()
+        ports = _free_ports(self.host, (len(names) + (exporter is not None)) * self.nodes)
         for node_id in self.node_ids:
             data_dir = self._root / f"node-{node_id}"
             (data_dir / "log").mkdir(parents=True)
             own = {name: ports.pop() for name in names}
             self._nodes[node_id] = _Node(
-                node_id, data_dir, own, self._advertised.get(node_id, own["CLIENT"]))
+                node_id, data_dir, own, self._advertised.get(node_id, own["CLIENT"]),
+                metrics_port=ports.pop() if exporter is not None else None)
         (self._root / "log4j2.properties").write_text(_LOG4J)
         for node in self._nodes.values():
             (node.data_dir / "server.properties").write_text(self._properties_text(node))
@@ -293,6 +308,22 @@ class KafkaCluster:
         return [dist.java, f"-Xmx{heap}", f"-Xms{heap}" if heap == self.heap else "-Xms64m",
                 *JVM_FLAGS, f"-Dlog4j2.configurationFile={self._root / 'log4j2.properties'}",
                 "-cp", dist.classpath, main, *args]
+
+    def _exporter(self) -> Path | None:
+        """The JMX exporter jar when asked for; a failure to fetch it only loses the
+        broker's own metrics (``metrics_warning`` says why), never the run."""
+        if not self._metrics_exporter:
+            return None
+        if self._exporter_jar is None:
+            from producer_core.measure.jmx_exporter import exporter_jar
+
+            try:
+                self._exporter_jar = exporter_jar(self._progress or (lambda _m: None))
+            except (BrokerError, UsageError) as exc:
+                self._metrics_exporter = False
+                self.metrics_warning = f"Kafka's own metrics are not measured: {exc}"
+                return None
+        return self._exporter_jar
 
     def _format_all(self, dist: KafkaDist) -> None:
         """``kafka-storage format`` for every node, in parallel (each is a JVM start)."""
@@ -340,6 +371,10 @@ class KafkaCluster:
             node.log = open(node.log_path, "ab")  # noqa: SIM115 - lives as long as the node
         cmd = self._java(dist, "kafka.Kafka", str(node.data_dir / "server.properties"),
                          heap=self.heap)
+        if node.metrics_port is not None and self._exporter_jar is not None:
+            from producer_core.measure.jmx_exporter import javaagent_flag
+
+            cmd.insert(1, javaagent_flag(self._exporter_jar, self.host, node.metrics_port))
         node.proc = self._spawn(cmd, node.log)
 
     def _wait_ready(self, node_ids: list[int], deadline: float) -> None:

@@ -57,8 +57,9 @@ def kafka_target(nodes: int, rtt_ms: float = 0.0, jitter_ms: float = 0.0,
             relays = DelayRelays(nodes, delay)
             stack.callback(relays.stop)
             advertised = dict(enumerate(relays.start(), start=1))
+        options = {"metrics_exporter": True, **(cluster_options or {})}
         cluster = KafkaCluster(nodes, kafka_home=kafka_home, advertised_ports=advertised,
-                               progress=progress or _stderr, **(cluster_options or {}))
+                               progress=progress or _stderr, **options)
         stack.enter_context(cluster)
         if relays is not None:
             relays.set_upstreams([(cluster.host, cluster.port(i)) for i in cluster.node_ids])

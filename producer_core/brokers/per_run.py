@@ -31,7 +31,7 @@ def fresh_per_run(bootstrap: str | None, broker: str = "tansu", **_shape: Any) -
     return not bootstrap and broker == "tansu"
 
 
-def on_own_broker(run: Run, shape: dict[str, Any]) -> Run:
+def on_own_broker(run: Run, shape: dict[str, Any], measure: bool = True) -> Run:
     """Wrap `run` so that each call starts, uses and stops its own Tansu broker (or lab).
 
     The wrapper ignores the bootstrap it is given and passes the new broker's. Wrap the
@@ -40,7 +40,8 @@ def on_own_broker(run: Run, shape: dict[str, Any]) -> Run:
     def run_on_own_broker(workload: Any, settings: Any, mode: str, _bootstrap: str,
                           progress: Any = None, **extra: Any) -> Any:
         with broker_target(None, **shape) as target:
-            return run(workload, settings, mode, target.bootstrap, progress, **extra)
+            inner = with_cost(run, target) if measure else run
+            return inner(workload, settings, mode, target.bootstrap, progress, **extra)
 
     return run_on_own_broker
 
@@ -59,13 +60,21 @@ def tansu_shape(brokers: int = 1, rtt_ms: float = 0.0, jitter_ms: float = 0.0,
             f"({delay.describe()})")
 
 
+def with_cost(run: Run, target: BrokerTarget, endpoints: Any = ()) -> Run:
+    """`run` with what it cost the brokers measured (Results.broker_cost, measure/)."""
+    from producer_core.measure.cost_run import measured
+
+    return measured(run, target, endpoints)
+
+
 @contextmanager
-def run_targets(bootstrap: str | None, shape: dict[str, Any]
+def run_targets(bootstrap: str | None, shape: dict[str, Any], endpoints: Any = ()
                 ) -> Iterator[tuple[BrokerTarget, Callable[[Run], Run]]]:
     """The target to describe and a wrapper giving each run its broker.
 
     For Tansu started by kbatch no broker is started here (each run starts its own);
-    otherwise the one shared target is started and the wrapper changes nothing."""
+    otherwise the one shared target is started. Either way each run's broker cost is
+    measured (``endpoints``: --broker-metrics of an external cluster)."""
     if fresh_per_run(bootstrap, **shape):
         validate_broker_choice(shape.get("broker", "tansu"), bootstrap,
                                shape.get("brokers", 1), shape.get("kafka_home"))
@@ -74,4 +83,4 @@ def run_targets(bootstrap: str | None, shape: dict[str, Any]
                lambda run: on_own_broker(run, shape))
         return
     with broker_target(bootstrap, **shape) as target:
-        yield target, lambda run: run
+        yield target, lambda run: with_cost(run, target, endpoints)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from producer_core.brokers import BrokerTarget, validate_broker_choice
+from producer_core.brokers import BrokerProcesses, BrokerTarget, validate_broker_choice
 from producer_core.brokers.embedded import EmbeddedBroker
 from producer_core.brokers.kafka_target import kafka_target
 from producer_core.errors import UsageError
@@ -47,13 +47,20 @@ def broker_target(
                 description += f", {delay.describe()} through a relay per broker"
             yield BrokerTarget(cluster.bootstrap, description, embedded=True,
                                implementation="kafka", version=cluster.version,
-                               started_in_s=cluster.start_time_s)
+                               started_in_s=cluster.start_time_s,
+                               processes=lambda: BrokerProcesses(
+                                   {str(i): p for i, p in cluster.node_pids.items()},
+                                   {str(i): u for i, u in cluster.metrics_urls.items()},
+                                   warning=cluster.metrics_warning))
         return
     if lab_wanted:
         with Lab(brokers, rtt_ms, jitter_ms) as lab:
-            yield BrokerTarget(lab.bootstrap, lab.description, embedded=True)
+            yield BrokerTarget(lab.bootstrap, lab.description, embedded=True,
+                               processes=lambda: BrokerProcesses(
+                                   {str(i): p for i, p in enumerate(lab.pids, start=1)},
+                                   other_pids=tuple(p for p in [lab.facade_pid] if p)))
         return
     with EmbeddedBroker() as tansu:
         yield BrokerTarget(
-            tansu.bootstrap, f"embedded Tansu broker at {tansu.bootstrap}", embedded=True
-        )
+            tansu.bootstrap, f"embedded Tansu broker at {tansu.bootstrap}", embedded=True,
+            processes=lambda: BrokerProcesses({"1": tansu.pid} if tansu.pid else {}))

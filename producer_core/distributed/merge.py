@@ -200,6 +200,7 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         client=_merge_section([s.client for s in shares]),
         e2e=_merge_e2e([s.e2e for s in shares]),
         consumers=merge_stats([s.consumers for s in shares], key="consumers"),
+        broker_cost=None,  # Merge.NOT_MERGED: measured around the whole run (measure/)
     )
 
 

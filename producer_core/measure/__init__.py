@@ -1,1 +1,2 @@
-"""What is measured besides the producer: consumers for end-to-end latency (`--consume`)."""
+"""What is measured besides the producer: broker and client process cost, broker metrics,
+consumers for end-to-end latency (`--consume`)."""

@@ -21,7 +21,7 @@ from producer_core.metric_catalog import (
 )
 from producer_core.metrics import Results, RunMetrics, Section, TopicMetrics
 from producer_core.results_io import validate_document
-from tests.results_fakes import fake_results
+from tests.results_fakes import fake_results, with_broker_cost
 
 # RunMetrics / TopicMetrics fields that are not figures of the catalog, and why
 NOT_METRICS = {
@@ -64,7 +64,7 @@ def test_every_recorded_field_is_in_the_catalog():
 
 
 def test_a_run_document_holds_every_catalog_figure_with_its_type():
-    results = fake_results("broker")
+    results = with_broker_cost(fake_results("broker"))
     results.metrics.topics["t"] = TopicMetrics(generated=5, acknowledged=5)
     document = results.to_dict()
     validate_document(document)
@@ -85,7 +85,8 @@ def test_a_run_document_holds_every_catalog_figure_with_its_type():
 
 def test_summary_names_are_compare_rows_and_gate_names():
     assert list(COMPARE_SUMMARY) == list(SUMMARY)
-    runs = [fake_results("partition").to_dict(), fake_results("broker").to_dict()]
+    runs = [with_broker_cost(fake_results("partition")).to_dict(),
+            with_broker_cost(fake_results("broker"), 1.0, 50).to_dict()]
     summary = summarise(runs, ["partition", "broker"])
     source = MetricSource(runs)
     for name, metric in SUMMARY.items():

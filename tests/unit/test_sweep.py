@@ -334,3 +334,28 @@ def test_resume_refuses_a_directory_that_is_not_a_sweep(tmp_path):
     write_results_dir(tmp_path / "out", document, results)
     with pytest.raises(UsageError, match="holds a comparison, not a sweep"):
         fake_runner(tmp_path, []).run(resume=True)
+
+
+def with_broker_cpu(document: dict, cpu_per_million: float) -> dict:
+    return {**document, "broker_cost": {"broker": {"cpu_s_per_million_msgs": cpu_per_million},
+                                        "kafka": {"available": False}}}
+
+
+def test_minimize_broker_cpu_picks_the_cheapest_cell_for_the_broker():
+    results = [
+        result(Cell("partition", 50), with_broker_cpu(run(3000, 48), 90.0)),
+        result(Cell("broker", 5), with_broker_cpu(run(2000, 12), 40.0)),
+        result(Cell("broker", 35), with_broker_cpu(run(1120, 41), 55.0)),
+    ]
+    assert recommend(results, SLO)["cell"] == "broker_w35"  # fewest requests
+    rec = recommend(results, SLO, minimize="broker-cpu")
+    assert rec["cell"] == "broker_w5" and rec["minimize"] == "broker-cpu"
+    assert rec["reference_cell"] == "partition_w50"
+    assert rec["less_broker_cpu_pct"] == pytest.approx(55.6, abs=0.05)
+    assert "broker CPU 40.0 s per million messages" in rec["text"]
+
+
+def test_minimize_broker_cpu_without_measurements_says_so():
+    results = [result(Cell("broker", 5), run(2000, 12))]
+    rec = recommend(results, SLO, minimize="broker-cpu")
+    assert rec["cell"] is None and "broker's CPU measured" in rec["text"]
