@@ -363,6 +363,18 @@ class KafkaJavaRun:
                 topic.unknown += missing
                 m.unknown(missing, NO_CALLBACK)
 
+    def _idempotence(self, reported: Any, warnings: list[str]) -> dict[str, Any]:
+        """What the Java producer ran with (its TransactionManager), not what was asked:
+        `--verify` excuses duplicates and reorders only when idempotence was off."""
+        if isinstance(reported, dict) and isinstance(reported.get("enabled"), bool):
+            return {k: v for k, v in reported.items()
+                    if k in ("enabled", "producer_id", "producer_epoch")}
+        configured = str(self.settings["enable.idempotence"]).lower() == "true"
+        detail = reported.get("unknown") if isinstance(reported, dict) else "not reported"
+        warnings.append(f"The Java producer's idempotence could not be read ({detail}); the "
+                        f"results give the setting (enable.idempotence={str(configured).lower()}).")
+        return {"enabled": configured}
+
     def _results(self, end: float) -> Results:
         result = self._result
         assert result is not None
@@ -399,6 +411,7 @@ class KafkaJavaRun:
             m.client_counts = ClientCounts(requests=len(self._requests), batches=0)
             warnings.append("The driver could not read what some Produce requests carried; "
                             "partitions and bytes per request show only their means.")
+        m.idempotence = self._idempotence(result.get("idempotence"), warnings)
         if result.get("interception") != "sender-client":
             warnings.append(f"Produce requests could not be counted in the client "
                             f"({result.get('interception')}): requests_sent is 0; see "
