@@ -30,6 +30,7 @@ from typing import Any
 
 from producer_core.config import MODES
 from producer_core.errors import UsageError
+from producer_core.input_files import read_regular_file
 from producer_core.metric_catalog import SUMMARY_METRICS
 from producer_core.results_io import GROUPED_KINDS, run_group
 from producer_core.schema_check import resolve_ref
@@ -278,13 +279,16 @@ def parse_gates(text: str, where: str = "gates file", base_dir: Path | None = No
     return Gates(rules, baseline_path, description)
 
 
+MAX_GATES_BYTES = 1024 * 1024
+
+
 def load_gates(path: Path) -> Gates:
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise GateFileError(f"Gates file {path} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GateFileError(f"Cannot read gates file {path}: {exc}.") from None
+        text = read_regular_file(path, "gates file", MAX_GATES_BYTES,
+                                 GateFileError).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GateFileError(f"Cannot read gates file {path}: not UTF-8 text (byte "
+                            f"{exc.start}).") from None
     return parse_gates(text, f"gates file {path}", path.parent)
 
 
