@@ -155,7 +155,7 @@ def announce_start(target: BrokerTarget) -> None:
 @delivery_options
 @friendly_errors
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
-            command_config: Path | None, replication_factor: int | None,
+            command_config: tuple[Path, ...], replication_factor: int | None,
             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
             progress: bool, overwrite: bool, verify: bool, allow_failures: bool,
             **workload_flags: Any) -> None:
@@ -251,7 +251,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 @friendly_errors
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
-                  command_config: Path | None, replication_factor: int | None,
+                  command_config: tuple[Path, ...], replication_factor: int | None,
                   topic_configs: tuple[str, ...], json_path: Path | None,
                   out_dir: Path | None, progress: bool, overwrite: bool,
                   verify: bool, allow_failures: bool, **workload_flags: Any) -> None:

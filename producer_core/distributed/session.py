@@ -66,8 +66,17 @@ def parse_conf(items: Mapping[str, str] | list[str] | tuple[str, ...]) -> dict[s
         if not eq or not key.strip().startswith("spark."):
             raise UsageError(f"Malformed --spark-conf {item!r}: expected spark.KEY=VALUE, for "
                              "example --spark-conf spark.executor.memory=2g.")
+        if key.strip() in CHECKED_ELSEWHERE:
+            raise UsageError(f"--spark-conf {key.strip()} would override "
+                             f"{CHECKED_ELSEWHERE[key.strip()]}, which kbatch checks before "
+                             "Spark starts; give it there instead.")
         conf[key.strip()] = value.strip()
     return conf
+
+
+CHECKED_ELSEWHERE = {"spark.master": "--spark-master",
+                     "spark.submit.deployMode": "--spark-master (client mode only)"}
+"""Spark settings that kbatch sets from checked options; a --spark-conf may not replace them."""
 
 
 class SparkSessionHandle:
