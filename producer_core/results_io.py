@@ -363,7 +363,31 @@ def load_results(path: str | Path) -> LoadedResults:
     except RecursionError:
         raise ResultsError(f"{path} is nested too deeply to be kbatch results.") from None
     validate_document(document, str(path))
-    return LoadedResults(path, document)
+    loaded = LoadedResults(path, document)
+    check_companions(loaded)
+    return loaded
+
+
+def check_companions(loaded: LoadedResults) -> None:
+    """Every companion file a results directory lists must be there and readable: one with
+    a missing or damaged request log is damaged, and a report or gate over it would
+    silently leave out what the log holds. A results JSON file without any of them beside
+    it (a copy of results.json) is read alone, as before."""
+    listed = [(key, name) for run in loaded.runs
+              for key, name in (run.get("files") or {}).items()]
+    if not any((loaded.base / name).exists() for _, name in listed):
+        return
+    for key, name in listed:
+        path = loaded.base / name
+        if not path.is_file():
+            raise ResultsError(
+                f"{loaded.path} lists {key} file {name}, but {path} is missing or not a "
+                "regular file: the results directory is damaged. Write the results again, "
+                "or give the results JSON file alone.")
+        if key == "requests":
+            from producer_core.request_log import read_request_log
+
+            read_request_log(path)
 
 
 def merge_encoded(blobs: Iterable[str]) -> LatencyHistogram:
