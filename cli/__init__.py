@@ -1,5 +1,6 @@
 """kbatch's command line (Click)."""
 
-from cli.streams import harden_streams
+from cli.streams import guard_startup_signals, harden_streams
 
 harden_streams()
+guard_startup_signals()  # cli.main ends it once every module is imported

@@ -13,7 +13,10 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import sys
+import threading
+from types import FrameType
 
 
 def _usable(stream: io.TextIOBase | None) -> bool:
@@ -37,3 +40,37 @@ def harden_streams() -> None:
         if encoding != "utf8" and hasattr(stream, "reconfigure"):
             with contextlib.suppress(ValueError, io.UnsupportedOperation):
                 stream.reconfigure(errors="replace")
+
+
+# ------------------------------------------------------------------ signals at start-up
+
+_STARTUP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _startup_signal(signum: int, frame: FrameType | None) -> None:
+    """A signal while kbatch imports its modules (a second or two): nothing runs yet, so
+    exit at once with 128 + the signal and one line, not a KeyboardInterrupt traceback
+    from the middle of an import."""
+    name = signal.Signals(signum).name
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"Interrupted by {name} while starting: nothing was done.\n")
+    raise SystemExit(128 + signum)
+
+
+def guard_startup_signals() -> None:
+    """Install the start-up handlers (main thread only; only over Python's defaults)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in _STARTUP_SIGNALS:
+        if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(sig, _startup_signal)
+
+
+def end_startup_signals() -> None:
+    """Give the signals back to Python's defaults once the command is ready to run."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig, default in ((signal.SIGINT, signal.default_int_handler),
+                         (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(sig) is _startup_signal:
+            signal.signal(sig, default)

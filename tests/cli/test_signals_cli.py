@@ -138,3 +138,50 @@ def test_second_ctrl_c_exits_at_once_and_still_stops_the_broker(tmp_path) -> Non
     assert took < 8
     assert not json_path.exists()  # no results: the user asked to stop at once
     broker_gone(brokers)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("after_s", [0.1, 0.4, 0.9])
+def test_a_signal_during_start_up_is_one_line_and_its_code(sig, code, after_s) -> None:
+    """While kbatch imports its modules and checks its input (before any run): the
+    documented code (128 + signal) and one line, never a KeyboardInterrupt traceback."""
+    proc = start("produce", "--messages", "5")
+    time.sleep(after_s)
+    proc.send_signal(sig)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in stderr, stderr
+    if proc.returncode != 0:  # (a very fast machine may have finished the 5 messages)
+        assert proc.returncode == code, stderr
+
+
+def test_sigterm_on_a_kafka_broker_run_keeps_partial_results_and_exits_143(tmp_path) -> None:
+    """SIGTERM is 143 whichever broker runs: with --broker kafka the cluster's own SIGTERM
+    handling used to replace the run's (exit 130, no partial results)."""
+    from producer_core.brokers.kafka_target import sigterm_as_interrupt
+
+    seen: list[object] = []
+
+    def mine(signum, frame):  # a run's StopOnSignal-like handler
+        seen.append(signum)
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        with sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+        assert seen == [signal.SIGTERM]  # the run's handler kept SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    from producer_core.errors import Interrupted
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(Interrupted) as info, sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        assert 128 + info.value.signum == 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
