@@ -190,7 +190,7 @@ def sweep_table(document: dict[str, Any]) -> Table:
 @click.option("--repeats", type=click.IntRange(1, 100), default=1, show_default=True,
               help="Runs per cell, interleaved over the grid; figures are the median, with "
                    "the min–max spread.")
-@click.option("--slo", "slo_text", default=None, metavar="METRIC<=LIMIT",
+@click.option("--slo", "slo_texts", multiple=True, metavar="METRIC<=LIMIT",
               help="Latency objective, e.g. p99<=50ms (METRIC: p50, p95, p99, p999, max; "
                    "LIMIT in ms or s). Prints the cell with the fewest requests/s that meets "
                    "it in every repeat.")
@@ -230,7 +230,7 @@ def sweep_table(document: dict[str, Any]) -> Table:
 @friendly_errors
 def sweep(modes_text: str, windows_text: str, rates_text: str | None,
           axes_text: tuple[str, ...], overrides: tuple[str, ...], repeats: int,
-          slo_text: str | None, reference_mode: str, bootstrap_servers: str | None,
+          slo_texts: tuple[str, ...], reference_mode: str, bootstrap_servers: str | None,
           runner: str, workers: int | None, spark_master: str | None,
           spark_conf: tuple[str, ...], out_dir: Path, resume: bool, chart: bool,
           progress: bool, **workload_flags: Any) -> None:
@@ -250,6 +250,11 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     rates = parse_rate_list(rates_text) if rates_text else []
     axes = [parse_axis(text) for text in axes_text]
     common = [parse_assignment(text) for text in overrides]
+    if len(set(slo_texts)) > 1:
+        raise UsageError(f"--slo is given {len(set(slo_texts))} times ({', '.join(slo_texts)});"
+                         " a sweep recommends for one objective. Run the sweep once and "
+                         "read the other objectives from its results with kbatch gate.")
+    slo_text = slo_texts[0] if slo_texts else None
     slo = parse_slo(slo_text) if slo_text else None
     if rates and workload_flags.get("workload_file") is None and \
             click.get_current_context().get_parameter_source("rate").name == "COMMANDLINE":

@@ -175,8 +175,25 @@ def format_number(value: float) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
+MAX_METRIC_CHARS = 256
+"""The longest metric name kbatch's results have is under 80 characters; a dotted name is
+looked up longest key first (keys may hold dots), so its length must be bounded."""
+MAX_KEY_DOTS = 8
+"""Dots one results key may hold (settings such as ``broker.batch.max.partitions``)."""
+
+
+def check_metric_length(metric: str, where: str) -> None:
+    if len(metric) > MAX_METRIC_CHARS:
+        raise GateFileError(f"{where}: the metric name {metric[:40]!r}... has {len(metric):,} "
+                            f"characters; metric names have at most {MAX_METRIC_CHARS}.")
+
+
 def parse_check(text: str, where: str = "check") -> tuple[str, str, Limit]:
     """Split ``METRIC OP LIMIT`` into its parts; GateFileError if it is not that."""
+    if len(text) > 4 * MAX_METRIC_CHARS:
+        raise GateFileError(f"{where} {text[:40]!r}... has {len(text):,} characters; a check "
+                            f"is METRIC OP LIMIT with metric names of at most "
+                            f"{MAX_METRIC_CHARS} characters.")
     match = _CHECK.match(text)
     if not match:
         raise GateFileError(f"{where} {text!r} cannot be parsed: {CHECK_HELP}.")
@@ -190,6 +207,8 @@ def parse_check(text: str, where: str = "check") -> tuple[str, str, Limit]:
                 raise GateFileError(f"{where} {text!r}: the limit {groups['num']} is not a "
                                     "finite number a metric can be compared with; give a "
                                     "number up to 1e300.")
+            check_metric_length(match["lhs"], where)
+            check_metric_length(groups.get("metric") or "", where)
             return match["lhs"], match["op"], Limit(num, groups.get("metric"))
     raise GateFileError(f"{where} {text!r}: the limit {rhs!r} cannot be parsed: {CHECK_HELP}.")
 
@@ -224,6 +243,8 @@ def _rule(number: int, table: Any) -> Rule:
                                 "check = \"broker.p99_ms <= 600\".")
     elif "metric" in table:
         metric = table["metric"]
+        if isinstance(metric, str):
+            check_metric_length(metric.strip(), where)
         if not isinstance(metric, str) or not re.fullmatch(_METRIC, metric.strip()):
             raise GateFileError(f"{where}: metric must be a metric name such as "
                                 f"\"broker.p99_ms\", got {metric!r}.")
@@ -324,7 +345,7 @@ def schema_knows(parts: Sequence[str]) -> bool:
     while index < len(parts):
         node = _deref(node, root)
         properties = node.get("properties", {})
-        for end in range(len(parts), index, -1):
+        for end in range(min(len(parts), index + MAX_KEY_DOTS + 1), index, -1):
             key = ".".join(parts[index:end])
             if key in properties:
                 node, index = properties[key], end
@@ -345,7 +366,7 @@ def _walk(document: Any, parts: Sequence[str]) -> tuple[bool, Any]:
         return True, document
     if not isinstance(document, dict):
         return False, None
-    for end in range(len(parts), 0, -1):
+    for end in range(min(len(parts), MAX_KEY_DOTS + 1), 0, -1):
         key = ".".join(parts[:end])
         if key in document:
             return _walk(document[key], parts[end:])
