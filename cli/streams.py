@@ -74,3 +74,23 @@ def end_startup_signals() -> None:
                          (signal.SIGTERM, signal.SIG_DFL)):
         if signal.getsignal(sig) is _startup_signal:
             signal.signal(sig, default)
+
+
+# ------------------------------------------------------------------ client libraries' logs
+
+
+def quiet_client_logs() -> None:
+    """Third-party client log lines to a file, and one line about them at exit."""
+    import atexit
+
+    from producer_core.client_logs import capture_client_logs, client_log_summary
+
+    capture_client_logs()
+
+    def say() -> None:
+        summary = client_log_summary()
+        if summary:
+            with contextlib.suppress(Exception):
+                sys.stderr.write(summary + "\n")
+
+    atexit.register(say)
