@@ -17,6 +17,7 @@ from rich.table import Table
 
 from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape, workload_from_flags, workload_options
+from cli.output_paths import writable_dir
 from cli.render import console, out
 from producer_core.brokers import BrokerTarget
 from producer_core.brokers.per_run import run_targets
@@ -256,6 +257,10 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
                          "read the other objectives from its results with kbatch gate.")
     slo_text = slo_texts[0] if slo_texts else None
     slo = parse_slo(slo_text) if slo_text else None
+    source = click.get_current_context().get_parameter_source("reference_mode")
+    if slo is None and source == click.core.ParameterSource.COMMANDLINE:
+        console.print("[yellow]Warning: --reference-mode applies only with --slo (it picks "
+                      "the recommendation's comparison); ignored.[/]")
     if rates and workload_flags.get("workload_file") is None and \
             click.get_current_context().get_parameter_source("rate").name == "COMMANDLINE":
         raise UsageError("--rate and --rates cannot be combined: --rates gives the rates.")
@@ -265,6 +270,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     grid = {"modes": modes, "windows": windows, "rates": rates,
             "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
     plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode)
+    writable_dir(out_dir, "--out")  # before any cell runs, not after the first one
     spark = spark_cells(runner, workers, spark_master, spark_conf, bootstrap_servers, shape)
     with ExitStack() as stack:
         if spark is not None and not bootstrap_servers:  # every task starts its own broker

@@ -184,6 +184,8 @@ CASES_35: list[tuple[str, list[str], tuple[int, ...]]] = [
     ("txn-id-and-X", [*P5, "--transactional-id", "a", "-X", "transactional.id=b"], (2,)),
     ("sweep-slo-twice", ["sweep", "--slo", "p99<=50ms", "--slo", "p99<=20ms", "--modes",
                          "partition", "--out", "{tmp}/sw"], (2,)),
+    ("sweep-out-in-proc", ["sweep", "--modes", "partition", "--out", "/proc/kbatch-sweep"],
+     (2,)),
     # -- very long identifiers (Kafka's own limits)
     ("txn-id-huge", [*P5, "--transactional-id", "t" * 40_000], (2,)),
     ("txn-id-ctrl", [*P5, "--transactional-id", "a\x07b"], (2,)),
@@ -421,6 +423,24 @@ def test_bad_input_is_refused_cleanly(tmp, args, expected):
         assert "Error" in outcome.output, outcome.describe()
         assert "Producing to" not in outcome.output, "refused only after the run started"
         assert outcome.seconds < 10, outcome.describe()
+
+
+def test_a_companion_option_that_does_not_apply_is_warned_about():
+    """--reference-mode without --slo changes nothing: said so, not silently ignored."""
+    outcome = run_kbatch(["sweep", "--modes", "partition", "--reference-mode", "broker",
+                          "--out", "/proc/kbatch-sweep"], seconds=20)
+    assert outcome.exit_code == 2, outcome.describe()
+    assert "--reference-mode applies only with --slo" in outcome.output
+
+
+def test_ssl_endpoint_identification_accepts_its_documented_empty_value():
+    from producer_core.config import parse_assignment
+
+    assert parse_assignment("ssl.endpoint.identification.algorithm=") == (
+        "ssl.endpoint.identification.algorithm", "")
+    outcome = run_kbatch([*P5, "-X", "ssl.endpoint.identification.algorithm=",
+                          "--json", "/proc/kbatch-x.json"], seconds=20)
+    assert "Malformed setting" not in outcome.output and "--json /proc" in outcome.output
 
 
 def test_the_sweep_covers_the_issue(tmp):
