@@ -283,7 +283,10 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
             stack.enter_context(spark)
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
+        from producer_core.brokers.kafka_target import sigterm_as_interrupt
         from producer_core.engine import run
+
+        stack.enter_context(sigterm_as_interrupt())  # SIGTERM unwinds like Ctrl-C: 143
 
         sweeper = SweepRunner(plan, out_dir, target.bootstrap,
                               on_its_broker(run) if on_its_broker else run, target.description,

@@ -68,6 +68,10 @@ NO_CALLBACK = "no callback before close"
 """The unknown reason of a message the driver took but whose send callback never came."""
 
 
+STOP_GRACE_S = 10.0
+"""After a stop, how long the Java producer may take to settle what it was handed."""
+
+
 class _PipeSink:
     """Takes the generator's appends and writes them to the driver as 'M' frames."""
 
@@ -272,19 +276,28 @@ class KafkaJavaRun:
             generator.begin(self.start)
             self._intended = generator.intended_total()
             self._generate(generator)
-            if self.stop.is_set():
-                raise asyncio.CancelledError
+            # Stopped (a signal): like the engine, stop generating, give what was handed to
+            # the producer a short grace, and report it as a partial run (complete: false).
+            stopped = self.stop.is_set()
             self.write(protocol.END)
             self._flush()
             self._proc.stdin.close()  # type: ignore[union-attr]
-            deadline = self.clock() + self.settings.delivery_timeout_s + 60.0
+            deadline = self.clock() + (STOP_GRACE_S if stopped
+                                       else self.settings.delivery_timeout_s + 60.0)
             while self._result is None and not self._done.wait(0.2):
                 self._check_acks0_answered()
                 self._report()
-                if self.clock() > deadline or self.stop.is_set():
+                if self.stop.is_set() and not stopped:
+                    stopped = True
+                    deadline = min(deadline, self.clock() + STOP_GRACE_S)
+                if self.clock() > deadline:
                     break
             if self._result is None:
+                if stopped:
+                    raise asyncio.CancelledError
                 raise self._driver_died("it sent no result")
+            if stopped:
+                self.metrics.complete = False
             end = self.clock()
             if self._result.get("last_ack_ns"):  # the run ends at its last acknowledgement
                 end = min(end, (self._result["last_ack_ns"] - self.offset_ns) / 1e9)

@@ -185,3 +185,51 @@ def test_sigterm_on_a_kafka_broker_run_keeps_partial_results_and_exits_143(tmp_p
         assert 128 + info.value.signum == 143
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_a_kafka_java_run_keeps_partial_results(tmp_path, sig, code) -> None:
+    """The Java producer's run stops like the engine's: what it was handed settles within
+    a grace, partial results are written (complete: false), 128 + the signal. It used to
+    end in a CancelledError traceback and exit 1."""
+    out = tmp_path / "kj.json"
+    proc = start("produce", "--mode", "kafka-java", "--duration", "60", "--rate", "500",
+                 "--json", str(out))
+    try:
+        wait_for_broker(proc)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(  # the JVM runs: messages flow
+                "KbatchProducerDriver" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
+                for p in child_pids(proc.pid) if Path(f"/proc/{p}").exists()):
+            time.sleep(0.2)
+        time.sleep(4)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in stderr, stderr
+    assert proc.returncode == code, stderr
+    document = json.loads(out.read_text())
+    validate_document(document)
+    assert document["complete"] is False and document["mode"] == "kafka-java"
+    assert document["messages"]["acknowledged"] > 0
+
+
+def test_sigterm_during_a_sweep_exits_143_and_keeps_the_finished_cells(tmp_path) -> None:
+    out = tmp_path / "sweep"
+    proc = start("sweep", "--modes", "partition", "--duration", "1", "--rate", "200",
+                 "--out", str(out))
+    try:
+        wait_for_broker(proc)
+        time.sleep(3)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in stderr
+    assert proc.returncode == 143, stderr  # was -15: killed without any cleanup
+    assert "--resume" in stderr
