@@ -197,6 +197,9 @@ CASES_35: list[tuple[str, list[str], tuple[int, ...]]] = [
      (2,)),
     ("spark-conf-master", [*P5, "--runner", "spark", "--spark-conf",
                            "spark.master=spark://10.1.2.3:7077"], (2,)),
+    # a master that refuses connections: Spark would retry it for a minute; said in seconds
+    ("spark-master-refuses", [*P5, "--runner", "spark", "--spark-master",
+                              "spark://127.0.0.1:1"], (1,)),
     # -- damaged results directories and absurd numbers in results
     ("gate-no-request-log", ["gate", "{tmp}/run_nolog", "--gates", "{tmp}/ok.toml"], (2,)),
     ("report-no-request-log", ["report", "{tmp}/run_nolog", "--no-charts", "--out",
