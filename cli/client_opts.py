@@ -34,7 +34,7 @@ def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The client-properties file and the topic-creation options."""
     options = [
         click.option("--command-config", "--producer.config", "command_config",
-                     type=click.Path(path_type=Path), default=None, metavar="FILE",
+                     type=click.Path(path_type=Path), multiple=True, metavar="FILE",
                      help="Client properties file (Java .properties syntax), as Kafka's tools "
                           "take it: bootstrap.servers, security.protocol, sasl.*, ssl.* and "
                           "any producer setting. -X overrides it. See docs/guides/"
@@ -60,7 +60,33 @@ class ClientInputs:
     topic_creation: TopicCreation
 
 
-def client_inputs(command_config: Path | None, overrides: Sequence[str],
+def one_properties_file(files: Path | Sequence[Path] | None) -> Path | None:
+    """The one --command-config given; two are refused (which should win is a guess)."""
+    if files is None or isinstance(files, Path):
+        return files
+    distinct = list(dict.fromkeys(files))
+    if len(distinct) > 1:
+        raise UsageError(
+            f"--command-config/--producer.config is given {len(distinct)} times "
+            f"({', '.join(str(f) for f in distinct)}); kbatch reads one client properties "
+            "file. Merge them into one, or give the extra settings with -X.")
+    return distinct[0] if distinct else None
+
+
+def _refuse_conflicts(items: Sequence[tuple[str, str, str]]) -> None:
+    """One setting given twice with different values (where, key, value) is refused."""
+    seen: dict[str, tuple[str, str]] = {}
+    for where, key, value in items:
+        if key in seen and seen[key][1] != value:
+            first = seen[key][0]
+            raise UsageError(
+                f"{key} is given twice with different values ({first} and {where}); kbatch "
+                f"does not guess which one you meant. Give it once (--transactional-id ID "
+                "is -X transactional.id=ID).")
+        seen.setdefault(key, (where, value))
+
+
+def client_inputs(command_config: Path | Sequence[Path] | None, overrides: Sequence[str],
                   bootstrap_servers: str | None, modes: Sequence[str],
                   replication_factor: int | None = None,
                   topic_configs: Sequence[str] = ()) -> ClientInputs:
@@ -68,8 +94,12 @@ def client_inputs(command_config: Path | None, overrides: Sequence[str],
     -X bootstrap.servers, then the file's); check the file's keys against every mode."""
     file_items: list[tuple[str, str]] = []
     bootstrap = None
+    command_config = one_properties_file(command_config)
     if command_config is not None:
-        for prop in load_properties(command_config):
+        properties = load_properties(command_config)
+        _refuse_conflicts([(f"{command_config} line {p.line}", p.key, p.value)
+                           for p in properties])
+        for prop in properties:
             if prop.key == BOOTSTRAP_KEY:
                 bootstrap = prop.value.strip() or None
                 continue
@@ -83,8 +113,11 @@ def client_inputs(command_config: Path | None, overrides: Sequence[str],
                     raise ConfigError(f"{where}: {unknown_setting_message(prop.key)}{hint}")
             file_items.append((prop.key, prop.value))
     cli_items = []
-    for text in overrides:
-        key, value = parse_assignment(text)
+    parsed = [parse_assignment(text) for text in overrides]
+    _refuse_conflicts([("-X " + (f"{k}={v}" if len(v) <= 40 and "password" not in k
+                                 and "secret" not in k else f"{k}=..."), k, v)
+                       for k, v in parsed])
+    for key, value in parsed:
         if key == BOOTSTRAP_KEY:
             bootstrap = value
         else:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from producer_core.errors import KbatchError, UsageError
+from producer_core.errors import Interrupted, KbatchError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,12 +21,7 @@ EXIT_INTERRUPTED = 130
 """128 + SIGINT; a SIGTERM exits 143 (128 + 15), see `cli.stopping`."""
 
 
-class Interrupted(KeyboardInterrupt):
-    """A signal ended the command at once (a second Ctrl-C, or a run that cannot stop)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
+__all__ = ["EXIT_INTERRUPTED", "EXIT_RUNTIME", "EXIT_USAGE", "Interrupted", "friendly_errors"]
 
 
 def friendly_errors(func: F) -> F:

@@ -97,7 +97,7 @@ def gate(results: tuple[Path, ...], gates_path: Path, baseline: Path | None,
             text += "\n" + "".join(f"- **{v.status}** {v.reason()}\n" for v in failed + errors)
         text += f"\n{summary}\n"
         markdown_path.parent.mkdir(parents=True, exist_ok=True)
-        with markdown_path.open("a") as handle:
+        with markdown_path.open("a", encoding="utf-8") as handle:
             handle.write(text + "\n")
     if code:
         sys.exit(code)

@@ -1,4 +1,4 @@
-"""`kbatch lab up|down|status`: a multi-broker Kafka lab on this machine."""
+"""`kbatch lab up|down|status|restart`: a multi-broker Kafka lab on this machine."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cli.errors import friendly_errors
+from cli.lab_serve import KafkaNodes, TansuNodes, node_documents, serve
 from cli.options import broker_options
 from cli.render import console
 from producer_core.brokers import validate_broker_choice
@@ -18,15 +19,19 @@ from producer_core.brokers.kafka_security import LAB_LISTENER, LAB_PROTOCOLS, Se
 from producer_core.errors import BrokerError, UsageError
 from producer_core.lab import MAX_BROKERS, DelayModel, Lab
 from producer_core.lab.state import (
-    process_alive,
+    UP_MARKER,
+    backend_marker,
+    identity,
+    lab_process_alive,
+    node_records,
+    owned_process,
     read_state,
     remove_state,
+    request_restart,
     state_path,
     write_state,
 )
 
-#: What the command line of a `kbatch lab up` process contains (guards against pid reuse).
-UP_MARKER = "lab up"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
@@ -87,7 +92,7 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, bro
         raise UsageError(f"--security {security} cannot be combined with --rtt-ms/--jitter-ms: "
                          "the delay relays sit in front of the PLAINTEXT listener only.")
     existing = read_state()
-    if existing is not None and process_alive(existing["pid"], UP_MARKER):
+    if existing is not None and lab_process_alive(existing):
         raise BrokerError(
             f"A lab is already running (pid {existing['pid']}, bootstrap servers "
             f"{existing.get('bootstrap')}). Stop it first with `kbatch lab down`."
@@ -98,16 +103,18 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, bro
             _run_kafka_lab(brokers, rtt_ms, jitter_ms, kafka_home, security)
             return
         with Lab(brokers, rtt_ms, jitter_ms, base_port=base_port, facade="thread") as running:
-            write_state(_state_document(running))
+            nodes = TansuNodes(running)
+            document = _state_document(running)
+            document["nodes"] = node_documents(nodes)
+            write_state(document)
             click.echo(running.bootstrap)
             for node, backend in zip(running.nodes, running.backends, strict=True):
                 console.print(f"node {node.node_id}: {node.address}  (Tansu pid {backend.pid}, "
                               f"port {backend.port})")
             console.print(f"Running a {running.description}.\nStop it with `kbatch lab down` "
                           "or Ctrl-C.")
-            while running.running:
-                time.sleep(0.2)
-            raise BrokerError("A lab broker exited unexpectedly, so the lab was stopped.")
+            serve(nodes, document)
+            raise BrokerError("The lab's facade stopped unexpectedly, so the lab was stopped.")
     except (_Stop, KeyboardInterrupt):
         console.print("Lab stopped.")
     finally:
@@ -144,14 +151,15 @@ def _serve_kafka_lab(brokers: int, rtt_ms: float, jitter_ms: float, kafka_home: 
             bootstrap = cluster.listener_bootstrap(LAB_LISTENER)
             extra = {"security": secured.protocol, "plaintext_bootstrap": cluster.bootstrap,
                      "client_properties": str(secured.write_client_properties(bootstrap))}
-        write_state({
-            "pid": os.getpid(), "bootstrap": bootstrap, **extra, "brokers": brokers,
+        nodes = KafkaNodes(cluster)
+        document = {
+            "pid": os.getpid(), "pid_start": identity(os.getpid())["start"],
+            "bootstrap": bootstrap, **extra, "brokers": brokers,
             "broker": "kafka", "rtt_ms": rtt_ms, "jitter_ms": jitter_ms,
-            "nodes": [{"node_id": i, "host": cluster.host, "port": cluster.port(i)}
-                      for i in cluster.node_ids],
-            "backend_pids": cluster.pids, "backend_marker": "kafka.Kafka",
-            "started_at": time.time(),
-        })
+            "nodes": node_documents(nodes),
+            "backend_pids": cluster.pids, "started_at": time.time(),
+        }
+        write_state(document)
         click.echo(bootstrap)
         if secured is not None:
             console.print(f"Secured listener ({secured.protocol}): {bootstrap}. Client "
@@ -164,10 +172,7 @@ def _serve_kafka_lab(brokers: int, rtt_ms: float, jitter_ms: float, kafka_home: 
                           f"{cluster.port(node_id)})")
         console.print(f"Running {cluster.description} ({delay.describe()}), started in "
                       f"{cluster.start_time_s:.1f} s.\nStop it with `kbatch lab down` or Ctrl-C.")
-        # Kafka's own shutdown of a node it did not ask for is an error, like a Tansu exit.
-        while cluster.running:
-            time.sleep(0.2)
-        raise BrokerError("A Kafka node exited unexpectedly, so the lab was stopped.")
+        serve(nodes, document)
 
 
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
@@ -179,11 +184,12 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
 def _state_document(running: Lab) -> dict[str, Any]:
     return {
         "pid": os.getpid(),
+        "pid_start": identity(os.getpid())["start"],
+        "broker": "tansu",
         "bootstrap": running.bootstrap,
         "brokers": running.brokers,
         "rtt_ms": running.delay.rtt_s * 1000,
         "jitter_ms": running.delay.jitter_s * 1000,
-        "nodes": [{"node_id": n.node_id, "host": n.host, "port": n.port} for n in running.nodes],
         "backend_pids": running.pids,
         "started_at": time.time(),
     }
@@ -194,22 +200,26 @@ def _state_document(running: Lab) -> dict[str, Any]:
               show_default=True, help="Seconds to wait for the lab to stop before killing it.")
 @friendly_errors
 def down(timeout_s: float) -> None:
-    """Stop the lab that `kbatch lab up` runs (nothing to do if none runs)."""
+    """Stop the lab that `kbatch lab up` runs (nothing to do if none runs).
+
+    Only a process the lab started is signalled: its pid, start time, user and command line
+    must all match what `lab up` recorded.
+    """
     document = read_state()
     if document is None:
         console.print(f"No lab is running (no state file at {state_path()}).")
         return
-    pid = int(document["pid"])
-    if not process_alive(pid, UP_MARKER):
+    pid, start = document["pid"], document["pid_start"]
+    if not lab_process_alive(document):
         _kill_backends(document)
         remove_state()
         console.print(f"No lab is running (removed the stale state file of pid {pid}).")
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while process_alive(pid, UP_MARKER) and time.monotonic() < deadline:
+    while owned_process(pid, start, UP_MARKER) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if process_alive(pid, UP_MARKER):
+    if owned_process(pid, start, UP_MARKER):
         os.kill(pid, signal.SIGKILL)  # its brokers die with it (parent-death signal)
         console.print(f"The lab (pid {pid}) did not stop within {timeout_s:g} s; killed it.")
     _kill_backends(document)
@@ -218,25 +228,79 @@ def down(timeout_s: float) -> None:
 
 
 def _kill_backends(document: dict[str, Any]) -> None:
-    """Last resort: a backend that survived its lab (it should not) is killed by pid."""
+    """Last resort: a node that survived its lab (it should not) is killed, if provably ours."""
+    marker = backend_marker(document)
+    records = [(n["pid"], n.get("start")) for n in node_records(document) if "pid" in n]
     deadline = time.monotonic() + 2.0
-    pids = [int(p) for p in document.get("backend_pids", [])]
-    marker = document.get("backend_marker", "tansu")
-    while any(process_alive(p, marker) for p in pids) and time.monotonic() < deadline:
+    while (any(owned_process(p, s, marker) for p, s in records)
+           and time.monotonic() < deadline):
         time.sleep(0.05)
-    for backend_pid in pids:
-        if process_alive(backend_pid, marker):
-            os.kill(backend_pid, signal.SIGKILL)
+    for pid, start in records:
+        if owned_process(pid, start, marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _running_lab() -> dict[str, Any]:
+    document = read_state()
+    if document is None or not lab_process_alive(document):
+        raise BrokerError("No lab is running. Start one with `kbatch lab up`.")
+    return document
 
 
 @lab.command()
 @friendly_errors
 def status() -> None:
-    """Print the running lab's bootstrap servers (exit code 1 if none runs)."""
-    document = read_state()
-    if document is None or not process_alive(int(document["pid"]), UP_MARKER):
-        raise BrokerError("No lab is running. Start one with `kbatch lab up`.")
+    """Print the running lab's bootstrap servers and each node's state (exit 1 if none runs).
+
+    A node that died is listed as DOWN; the lab keeps serving with the others, and
+    `kbatch lab restart NODE` starts it again.
+    """
+    document = _running_lab()
     click.echo(document["bootstrap"])
     kind = "Apache Kafka" if document.get("broker") == "kafka" else "Tansu"
     console.print(f"pid {document['pid']}, {document['brokers']} {kind} brokers, round trip "
                   f"{document['rtt_ms']:g} ms ± {document['jitter_ms']:g} ms.")
+    marker = backend_marker(document)
+    for node in node_records(document):
+        where = f"{node.get('host')}:{node.get('port')}"
+        if owned_process(node.get("pid"), node.get("start"), marker):
+            console.print(f"node {node['node_id']}: {where}  running ({kind} pid {node['pid']})")
+        else:
+            console.print(f"node {node['node_id']}: {where}  DOWN ({kind} pid {node.get('pid')} "
+                          f"exited); start it again with `kbatch lab restart {node['node_id']}`")
+
+
+@lab.command()
+@click.argument("node_id", metavar="NODE", type=int)
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1, max=600), default=120.0,
+              show_default=True, help="Seconds to wait for the node to serve again.")
+@friendly_errors
+def restart(node_id: int, timeout_s: float) -> None:
+    """Start node NODE of the running lab again after it died (or was killed).
+
+    The node keeps its id and address. A Kafka node keeps its data; a Tansu node stores
+    in memory, so it comes back empty.
+    """
+    document = _running_lab()
+    nodes = {n["node_id"]: n for n in node_records(document)}
+    if node_id not in nodes:
+        raise UsageError(f"No node {node_id} in the running lab; its nodes are "
+                         f"{', '.join(str(n) for n in sorted(nodes))}.")
+    marker = backend_marker(document)
+    old = nodes[node_id]
+    if owned_process(old.get("pid"), old.get("start"), marker):
+        console.print(f"Node {node_id} is running (pid {old['pid']}); nothing to restart.")
+        return
+    request_restart(node_id)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        current = _running_lab()
+        node = next((n for n in node_records(current) if n["node_id"] == node_id), {})
+        if node.get("restart_error"):
+            raise BrokerError(f"Node {node_id} could not be restarted: {node['restart_error']}")
+        if owned_process(node.get("pid"), node.get("start"), marker):
+            console.print(f"Node {node_id} is running again (pid {node['pid']}).")
+            return
+    raise BrokerError(f"Node {node_id} did not serve again within {timeout_s:g} s; see the "
+                      "`kbatch lab up` terminal for why.")

@@ -54,6 +54,7 @@ from cli.report_cmd import report
 from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.spark_opts import Runner, runner_from_flags, runner_options
 from cli.stopping import StopOnSignal, accepts_stop
+from cli.streams import end_startup_signals
 from cli.sweep_cmd import sweep
 from cli.txn_opts import transaction_options
 from producer_core.brokers import BrokerTarget
@@ -181,7 +182,7 @@ def announce_start(target: BrokerTarget) -> None:
 @friendly_errors
 @consume_options
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
-            command_config: Path | None, replication_factor: int | None,
+            command_config: tuple[Path, ...], replication_factor: int | None,
             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
             progress: bool, overwrite: bool, verify: bool, allow_failures: bool,
             consume: Any = None, **workload_flags: Any) -> None:
@@ -292,7 +293,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
 @consume_options
 def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int | None,
                   overrides: tuple[str, ...], repeat: int, bootstrap_servers: str | None,
-                  command_config: Path | None, replication_factor: int | None,
+                  command_config: tuple[Path, ...], replication_factor: int | None,
                   topic_configs: tuple[str, ...], json_path: Path | None,
                   out_dir: Path | None, progress: bool, overwrite: bool,
                   verify: bool, allow_failures: bool, consume: Any = None,
@@ -397,6 +398,9 @@ cli.add_command(capacity)
 
 def main() -> None:
     cli(prog_name="kbatch")
+
+
+end_startup_signals()  # every module is imported: signals reach the commands again
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ def check_results_dir(path: Path, kind: str, modes: Sequence[str], overwrite: bo
     existing = path / RESULTS_FILE
     if existing.is_file() and not overwrite:
         try:
-            old_kind, old_modes = _what(json.loads(existing.read_text()))
+            old_kind, old_modes = _what(json.loads(existing.read_text(encoding="utf-8")))
         except (OSError, ValueError, AttributeError):
             raise UsageError(
                 f"--out {path} holds a {RESULTS_FILE} kbatch cannot read; give another "

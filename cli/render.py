@@ -138,6 +138,13 @@ def _volume_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
 
 def verify_table(verify: dict[str, Any], label: str = "") -> Table:
     """`--verify`'s verdict per topic (and in total when there are several topics)."""
+    if verify.get("read_error"):
+        table = Table(title=f"--verify{' — ' + label if label else ''}: the read-back "
+                            f"failed after {verify['read_s']:,.1f} s; nothing was checked")
+        table.add_column("acknowledged", justify="right")
+        table.add_column("why", overflow="fold")
+        table.add_row(f"{verify['acknowledged']:,}", verify["read_error"])
+        return table
     state = "problems: " + "; ".join(verify["problems"]) if verify["problems"] else "clean"
     idem = "on" if verify["idempotence"] else "off"
     table = Table(title=f"--verify{' — ' + label if label else ''}: read back "

@@ -346,7 +346,7 @@ def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path |
     written = write_charts(loaded, out_dir) if charts else {}
     markdown_path = markdown_path or out_dir / "report.md"
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    markdown_path.write_text(markdown_report(loaded, written, markdown_path))
+    markdown_path.write_text(markdown_report(loaded, written, markdown_path), encoding="utf-8")
     files = [markdown_path, *written.values()]
     if html_path is not None:
         files.append(write_html_report(loaded, html_path))

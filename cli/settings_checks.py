@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from producer_core.bounds import MAX_CLIENT_ID
+from producer_core.bounds import MAX_CLIENT_ID, MAX_TRANSACTIONAL_ID_BYTES
 from producer_core.config import ProducerSettings
 from producer_core.errors import UsageError
 from producer_core.modes import modes_reading
@@ -21,9 +21,18 @@ def check_setting_texts(texts: Iterable[str]) -> None:
     for text in texts:
         key, _, value = text.partition("=")
         key = key.rpartition(":")[2].strip()
+        value = value.strip()
+        if key == "transactional.id":
+            size = len(value.encode("utf-8", "surrogatepass"))
+            if size > MAX_TRANSACTIONAL_ID_BYTES:
+                raise UsageError(f"transactional.id is {size:,} bytes; Kafka allows at most "
+                                 f"{MAX_TRANSACTIONAL_ID_BYTES:,} (a protocol string).")
+            if not value.isprintable():
+                raise UsageError(f"transactional.id {value[:40]!r} holds control characters; "
+                                 "give printable text.")
+            continue
         if key != "client.id":
             continue
-        value = value.strip()
         if len(value) > MAX_CLIENT_ID:
             raise UsageError(f"client.id has {len(value):,} characters; at most "
                              f"{MAX_CLIENT_ID:,} are allowed (it is sent in every request).")

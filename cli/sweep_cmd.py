@@ -21,6 +21,7 @@ from cli.consume_opts import consume_options, consuming
 from cli.dashboard import dashboard_option, finish_dashboard, open_dashboard, sweep_hooks
 from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape, workload_from_flags, workload_options
+from cli.output_paths import writable_dir
 from cli.render import console, out
 from producer_core.brokers import BrokerTarget
 from producer_core.brokers.per_run import run_targets
@@ -217,7 +218,7 @@ def sweep_table(document: dict[str, Any]) -> Table:
 @click.option("--repeats", type=click.IntRange(1, 100), default=1, show_default=True,
               help="Runs per cell, interleaved over the grid; figures are the median, with "
                    "the min–max spread.")
-@click.option("--slo", "slo_text", default=None, metavar="METRIC<=LIMIT",
+@click.option("--slo", "slo_texts", multiple=True, metavar="METRIC<=LIMIT",
               help="Latency objective, e.g. p99<=50ms (METRIC: p50, p95, p99, p999, max; "
                    "LIMIT in ms or s). Prints the cell with the fewest requests/s that meets "
                    "it in every repeat.")
@@ -265,7 +266,7 @@ def sweep_table(document: dict[str, Any]) -> Table:
 @consume_options
 def sweep(modes_text: str, windows_text: str, rates_text: str | None,
           axes_text: tuple[str, ...], overrides: tuple[str, ...], repeats: int,
-          slo_text: str | None, reference_mode: str, minimize: str,
+          slo_texts: tuple[str, ...], reference_mode: str, minimize: str,
           bootstrap_servers: str | None,
           runner: str, workers: int | None, spark_master: str | None,
           spark_conf: tuple[str, ...], out_dir: Path, resume: bool, chart: bool,
@@ -288,6 +289,11 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     rates = parse_rate_list(rates_text) if rates_text else []
     axes = [parse_axis(text) for text in axes_text]
     common = [parse_assignment(text) for text in overrides]
+    if len(set(slo_texts)) > 1:
+        raise UsageError(f"--slo is given {len(set(slo_texts))} times ({', '.join(slo_texts)});"
+                         " a sweep recommends for one objective. Run the sweep once and "
+                         "read the other objectives from its results with kbatch gate.")
+    slo_text = slo_texts[0] if slo_texts else None
     slo = parse_slo(slo_text) if slo_text else None
     if slo is not None and slo.end_to_end and consume is None:
         raise UsageError(f"--slo {slo_text!r} is an end-to-end objective: add --consume so "
@@ -295,6 +301,10 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     if consume is not None and runner == "spark":
         raise UsageError("--consume is not available with --runner spark yet: measure "
                          "end-to-end latency with --runner local.")
+    source = click.get_current_context().get_parameter_source("reference_mode")
+    if slo is None and source == click.core.ParameterSource.COMMANDLINE:
+        console.print("[yellow]Warning: --reference-mode applies only with --slo (it picks "
+                      "the recommendation's comparison); ignored.[/]")
     if rates and workload_flags.get("workload_file") is None and \
             click.get_current_context().get_parameter_source("rate").name == "COMMANDLINE":
         raise UsageError("--rate and --rates cannot be combined: --rates gives the rates.")
@@ -304,6 +314,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     grid = {"modes": modes, "windows": windows, "rates": rates,
             "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
     plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode, minimize)
+    writable_dir(out_dir, "--out")  # before any cell runs, not after the first one
     spark = spark_cells(runner, workers, spark_master, spark_conf, bootstrap_servers, shape)
     open_dashboard(dashboard_spec, f"kbatch sweep {','.join(modes)}")
     with ExitStack() as stack:
@@ -318,10 +329,12 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
             stack.enter_context(spark)
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
+        from producer_core.brokers.kafka_target import sigterm_as_interrupt
         from producer_core.engine import run
 
         run = consuming(run, consume, False, lambda text: console.print(
             f"[yellow]{escape(text)}[/yellow]", soft_wrap=True))
+        stack.enter_context(sigterm_as_interrupt())  # SIGTERM unwinds like Ctrl-C: 143
         sweeper = SweepRunner(plan, out_dir, target.bootstrap,
                               on_its_broker(run) if on_its_broker else run, target.description,
                               target.embedded, execute=spark)

@@ -35,6 +35,9 @@ MAX_START_LEAD_S = 3_600.0
 MAX_CLIENT_ID = 1_000
 """Characters of `client.id` (a request header field; Kafka's limit is 32,767 bytes)."""
 
+MAX_TRANSACTIONAL_ID_BYTES = 32_767
+"""UTF-8 bytes of `transactional.id`: a Kafka protocol STRING (int16 length)."""
+
 TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]+")
 MAX_TOPIC_NAME = 249
 

@@ -113,11 +113,16 @@ SETTINGS: dict[str, SettingSpec] = dict(
 """The settings every mode shares (some read by a few modes only: `modes`)."""
 SETTINGS.update(mode_settings())  # each mode's own, declared in its module (modes/)
 
+EMPTY_ALLOWED = frozenset({"ssl.endpoint.identification.algorithm"})
+"""Settings whose documented values include the empty one (Kafka: empty turns host name
+verification off), so `-X key=` means that value, as a properties file line does."""
+
+
 def parse_assignment(text: str) -> tuple[str, str]:
     """Split one `key=value` string; the CLI's `-X` passes each occurrence here."""
     key, sep, value = text.partition("=")
     key, value = key.strip(), value.strip()
-    if not sep or not key or not value:
+    if not sep or not key or (not value and key not in EMPTY_ALLOWED):
         raise ConfigError(
             f"Malformed setting {text!r}: expected key=value, for example -X linger.ms=10."
         )

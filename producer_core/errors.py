@@ -21,5 +21,14 @@ class BrokerError(KbatchError):
     """A broker could not be started, reached, or asked to do something."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """A signal ended the command at once; ``signum`` gives the exit code (128 + signum:
+    130 for SIGINT, 143 for SIGTERM, whichever part of kbatch caught it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 class BrokerBinaryMissing(BrokerError):
     """The embedded broker's executable is not installed."""

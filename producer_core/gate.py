@@ -30,6 +30,7 @@ from typing import Any
 
 from producer_core.config import MODES
 from producer_core.errors import UsageError
+from producer_core.input_files import read_regular_file
 from producer_core.metric_catalog import OPTIONAL_SUMMARY_METRICS, SUMMARY_METRICS
 from producer_core.results_io import GROUPED_KINDS, run_group
 from producer_core.schema_check import resolve_ref
@@ -174,8 +175,25 @@ def format_number(value: float) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
+MAX_METRIC_CHARS = 256
+"""The longest metric name kbatch's results have is under 80 characters; a dotted name is
+looked up longest key first (keys may hold dots), so its length must be bounded."""
+MAX_KEY_DOTS = 8
+"""Dots one results key may hold (settings such as ``broker.batch.max.partitions``)."""
+
+
+def check_metric_length(metric: str, where: str) -> None:
+    if len(metric) > MAX_METRIC_CHARS:
+        raise GateFileError(f"{where}: the metric name {metric[:40]!r}... has {len(metric):,} "
+                            f"characters; metric names have at most {MAX_METRIC_CHARS}.")
+
+
 def parse_check(text: str, where: str = "check") -> tuple[str, str, Limit]:
     """Split ``METRIC OP LIMIT`` into its parts; GateFileError if it is not that."""
+    if len(text) > 4 * MAX_METRIC_CHARS:
+        raise GateFileError(f"{where} {text[:40]!r}... has {len(text):,} characters; a check "
+                            f"is METRIC OP LIMIT with metric names of at most "
+                            f"{MAX_METRIC_CHARS} characters.")
     match = _CHECK.match(text)
     if not match:
         raise GateFileError(f"{where} {text!r} cannot be parsed: {CHECK_HELP}.")
@@ -189,6 +207,8 @@ def parse_check(text: str, where: str = "check") -> tuple[str, str, Limit]:
                 raise GateFileError(f"{where} {text!r}: the limit {groups['num']} is not a "
                                     "finite number a metric can be compared with; give a "
                                     "number up to 1e300.")
+            check_metric_length(match["lhs"], where)
+            check_metric_length(groups.get("metric") or "", where)
             return match["lhs"], match["op"], Limit(num, groups.get("metric"))
     raise GateFileError(f"{where} {text!r}: the limit {rhs!r} cannot be parsed: {CHECK_HELP}.")
 
@@ -223,6 +243,8 @@ def _rule(number: int, table: Any) -> Rule:
                                 "check = \"broker.p99_ms <= 600\".")
     elif "metric" in table:
         metric = table["metric"]
+        if isinstance(metric, str):
+            check_metric_length(metric.strip(), where)
         if not isinstance(metric, str) or not re.fullmatch(_METRIC, metric.strip()):
             raise GateFileError(f"{where}: metric must be a metric name such as "
                                 f"\"broker.p99_ms\", got {metric!r}.")
@@ -278,13 +300,16 @@ def parse_gates(text: str, where: str = "gates file", base_dir: Path | None = No
     return Gates(rules, baseline_path, description)
 
 
+MAX_GATES_BYTES = 1024 * 1024
+
+
 def load_gates(path: Path) -> Gates:
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise GateFileError(f"Gates file {path} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GateFileError(f"Cannot read gates file {path}: {exc}.") from None
+        text = read_regular_file(path, "gates file", MAX_GATES_BYTES,
+                                 GateFileError).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GateFileError(f"Cannot read gates file {path}: not UTF-8 text (byte "
+                            f"{exc.start}).") from None
     return parse_gates(text, f"gates file {path}", path.parent)
 
 
@@ -320,7 +345,7 @@ def schema_knows(parts: Sequence[str]) -> bool:
     while index < len(parts):
         node = _deref(node, root)
         properties = node.get("properties", {})
-        for end in range(len(parts), index, -1):
+        for end in range(min(len(parts), index + MAX_KEY_DOTS + 1), index, -1):
             key = ".".join(parts[index:end])
             if key in properties:
                 node, index = properties[key], end
@@ -341,7 +366,7 @@ def _walk(document: Any, parts: Sequence[str]) -> tuple[bool, Any]:
         return True, document
     if not isinstance(document, dict):
         return False, None
-    for end in range(len(parts), 0, -1):
+    for end in range(min(len(parts), MAX_KEY_DOTS + 1), 0, -1):
         key = ".".join(parts[:end])
         if key in document:
             return _walk(document[key], parts[end:])

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from producer_core.errors import UsageError
+from producer_core.input_files import read_regular_file
 
 PAYLOAD_KINDS = ("random", "file")
 BUFFER_BYTES = 16 << 20
@@ -135,12 +135,13 @@ def _text(rng: np.random.Generator, size: int) -> bytes:
     return text[:size]
 
 
+MAX_PAYLOAD_FILE_BYTES = 512 * 1024 * 1024
+"""Every record of a payload file is held in memory for the run's whole length."""
+
+
 def read_records(path: str, delimiter: str) -> list[bytes]:
     """The records of a payload file (empty records dropped), or a clear error."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"Cannot read --payload-file {path}: {exc.strerror or exc}.") from None
+    data = read_regular_file(path, "--payload-file", MAX_PAYLOAD_FILE_BYTES)
     sep = unescape(delimiter).encode("utf-8")
     records = [r for r in data.split(sep) if r]
     if not records:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from producer_core.errors import UsageError
+from producer_core.input_files import read_regular_file
 
 _BLANKS = " \t\f"
 _SEPARATORS = "=:"
@@ -115,18 +116,13 @@ def parse_properties(text: str, source: str = "properties") -> list[Property]:
     return entries
 
 
+MAX_PROPERTIES_BYTES = 1024 * 1024
+"""A client properties file is a few dozen lines; more is a file named by mistake."""
+
+
 def load_properties(path: Path) -> list[Property]:
     """Read a properties file; a missing, unreadable or malformed file is a UsageError."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"Client properties file {str(path)!r} does not exist.") from None
-    except IsADirectoryError:
-        raise UsageError(f"Client properties file {str(path)!r} is a directory.") from None
-    except OSError as exc:
-        raise UsageError(f"Client properties file {str(path)!r} cannot be read: "
-                         f"{exc.strerror or exc}.") from None
+    data = read_regular_file(path, "client properties file", MAX_PROPERTIES_BYTES)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

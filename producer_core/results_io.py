@@ -71,7 +71,8 @@ class ResultsError(UsageError):
 @functools.cache
 def results_schema() -> dict[str, Any]:
     """The JSON Schema of results documents (version 1)."""
-    text = resources.files("producer_core").joinpath("schemas", SCHEMA_FILE).read_text()
+    schema_file = resources.files("producer_core").joinpath("schemas", SCHEMA_FILE)
+    text = schema_file.read_text(encoding="utf-8")
     return json.loads(text)
 
 
@@ -254,7 +255,7 @@ def write_document(out_dir: Path, document: dict[str, Any]) -> Path:
     write_json(path, document)
     # Checked after writing, on the JSON form (tuples become arrays): a run's results are
     # kept even if they drift from the schema, and the error says so loudly.
-    validate_document(json.loads(path.read_text()), str(path))
+    validate_document(json.loads(path.read_text(encoding="utf-8")), str(path))
     return path
 
 
@@ -313,6 +314,28 @@ def _refuse_constant(name: str) -> Any:
     raise _NonFinite(name)
 
 
+MAX_RESULTS_BYTES = 1 << 30
+"""Results of the longest sweep are tens of MB; a file larger than this is not results."""
+MAX_RESULT_INT = 1 << 63
+"""No count, byte total or nanosecond clock kbatch writes reaches 2**63."""
+MAX_RESULT_FLOAT = 1e18
+"""No duration, rate or percentile kbatch writes is near this; beyond it sums overflow."""
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 19 or abs(int(text)) >= MAX_RESULT_INT:
+        raise _NonFinite(f"the integer {text[:30]}{'...' if len(text) > 30 else ''} "
+                         f"({len(text)} digits)")
+    return int(text)
+
+
+def _bounded_float(text: str) -> float:
+    value = float(text)
+    if not abs(value) < MAX_RESULT_FLOAT:  # also inf (1e999) and nan
+        raise _NonFinite(f"the number {text[:30]}")
+    return value
+
+
 def load_results(path: str | Path) -> LoadedResults:
     """Read a results directory (its results.json) or a results JSON file, checked."""
     path = Path(path)
@@ -322,10 +345,18 @@ def load_results(path: str | Path) -> LoadedResults:
             raise ResultsError(f"{path} is a directory without {RESULTS_FILE}; give a "
                                "directory written with --out, or a results JSON file.")
         path = file
-    if not path.is_file():
+    if not path.exists():
         raise ResultsError(f"No results at {path}: no such file or directory.")
+    if not path.is_file():
+        raise ResultsError(f"{path} is not a regular file (a device, FIFO or socket), so it "
+                           "cannot be kbatch results; give a results JSON file or directory.")
+    if path.stat().st_size > MAX_RESULTS_BYTES:
+        raise ResultsError(f"{path} is larger than {MAX_RESULTS_BYTES >> 20} MiB, so it "
+                           "is not kbatch results.")
     try:
-        document = json.loads(path.read_text(), parse_constant=_refuse_constant)
+        document = json.loads(path.read_text(encoding="utf-8"),
+                              parse_constant=_refuse_constant,
+                              parse_int=_bounded_int, parse_float=_bounded_float)
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsError(f"Cannot read results {path}: {exc}.") from None
     except json.JSONDecodeError as exc:
@@ -337,7 +368,31 @@ def load_results(path: str | Path) -> LoadedResults:
     except RecursionError:
         raise ResultsError(f"{path} is nested too deeply to be kbatch results.") from None
     validate_document(document, str(path))
-    return LoadedResults(path, document)
+    loaded = LoadedResults(path, document)
+    check_companions(loaded)
+    return loaded
+
+
+def check_companions(loaded: LoadedResults) -> None:
+    """Every companion file a results directory lists must be there and readable: one with
+    a missing or damaged request log is damaged, and a report or gate over it would
+    silently leave out what the log holds. A results JSON file without any of them beside
+    it (a copy of results.json) is read alone, as before."""
+    listed = [(key, name) for run in loaded.runs
+              for key, name in (run.get("files") or {}).items()]
+    if not any((loaded.base / name).exists() for _, name in listed):
+        return
+    for key, name in listed:
+        path = loaded.base / name
+        if not path.is_file():
+            raise ResultsError(
+                f"{loaded.path} lists {key} file {name}, but {path} is missing or not a "
+                "regular file: the results directory is damaged. Write the results again, "
+                "or give the results JSON file alone.")
+        if key == "requests":
+            from producer_core.request_log import read_request_log
+
+            read_request_log(path)
 
 
 def merge_encoded(blobs: Iterable[str]) -> LatencyHistogram:

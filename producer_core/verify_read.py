@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from producer_core.engine import Delivery
 from producer_core.errors import BrokerError
-from producer_core.verify import check_topic, idempotence_enabled, verify_document
+from producer_core.verify import COUNTS, check_topic, idempotence_enabled, verify_document
 from producer_core.workload import ID_BYTES, SizeSpec, Workload, message_id_of
 
 Offsets = dict[tuple[str, int], int]
@@ -253,6 +253,22 @@ class VerifyingRun:
         stop = kwargs.get("stop")
         if document.get("complete") is False or (stop is not None and stop.is_set()):
             return results
-        verify = verify_run(bootstrap, starts, deliveries, document, self.timeout_s, client)
+        began = time.monotonic()
+        try:
+            verify = verify_run(bootstrap, starts, deliveries, document, self.timeout_s, client)
+        except BrokerError as exc:
+            # The run's own outcome (its failed and unknown messages) is a fact worth keeping.
+            verify = failed_read_document(deliveries, document, str(exc),
+                                          time.monotonic() - began)
         results.verify = verify
         return results
+
+
+def failed_read_document(deliveries: list[Delivery], document: Mapping[str, Any],
+                         reason: str, read_s: float) -> dict[str, Any]:
+    """The `verify` object of a read-back that failed: nothing was checked, and why."""
+    acked = sum(len(d.message_ids) for d in deliveries if not d.aborted)
+    counts = {name: 0 for name in COUNTS}
+    counts["acknowledged"] = acked
+    return {**counts, "idempotence": idempotence_enabled(document), "read_complete": False,
+            "read_s": round(read_s, 3), "problems": [], "read_error": reason, "topics": {}}

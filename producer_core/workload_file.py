@@ -17,6 +17,7 @@ import yaml
 
 from producer_core import bounds
 from producer_core.errors import UsageError
+from producer_core.input_files import read_regular_file
 from producer_core.partitioners import PARTITIONERS
 from producer_core.workload import KeySpec, RateSpec, SizeSpec, TopicSpec, Workload
 from producer_core.yaml_guard import LOADER, check_plain_yaml
@@ -362,12 +363,8 @@ def _topic_fields(topics: Field) -> list[Field]:
 
 def load_workload(path: Path) -> Workload:
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise WorkloadFileError(f"{path}: too large for a workload file (at most "
-                                    f"{MAX_FILE_BYTES:,} bytes).")
-        text = path.read_text()
-    except OSError as exc:
-        raise WorkloadFileError(f"Cannot read workload file {path}: {exc.strerror}.") from None
+        text = read_regular_file(path, "workload file", MAX_FILE_BYTES,
+                                 WorkloadFileError).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise WorkloadFileError(f"Cannot read workload file {path}: not UTF-8 text "
                                 f"(byte {exc.start}).") from None

@@ -3,9 +3,10 @@
 ``kafka_target`` is what ``broker_target(..., broker="kafka")`` uses: it starts a
 ``KafkaCluster`` of 1 or 3 nodes; with ``--rtt-ms``/``--jitter-ms`` each node advertises a
 delaying relay (``lab.relay``) so every response takes the round trip; and while the
-cluster runs, SIGTERM is turned into KeyboardInterrupt in the main thread, so a terminated
-kbatch unwinds its ``with`` blocks and stops the JVMs and deletes their data like Ctrl-C
-does (the default SIGTERM action would skip every cleanup).
+cluster runs, SIGTERM (when nothing of kbatch's handles it already) is turned into
+``Interrupted(SIGTERM)`` in the main thread, so a terminated kbatch unwinds its ``with``
+blocks, stops the JVMs and deletes their data like Ctrl-C does, and exits 143 (the default
+SIGTERM action would skip every cleanup).
 """
 
 from __future__ import annotations
@@ -20,20 +21,24 @@ from types import FrameType
 from typing import Any
 
 from producer_core.brokers.kafka import KafkaCluster
+from producer_core.errors import Interrupted
 from producer_core.lab.delay import DelayModel
 from producer_core.lab.relay import DelayRelays
 
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises KeyboardInterrupt (main thread only; else a no-op)."""
-    if threading.current_thread() is not threading.main_thread():
+    """Within the block, SIGTERM raises Interrupted(SIGTERM) (exit 143), unless a handler
+    of kbatch's own already takes SIGTERM (a run's StopOnSignal stops the run gracefully
+    and keeps partial results: replacing it would lose them). Main thread only."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)):
         yield
         return
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the cleanup
-        raise KeyboardInterrupt("SIGTERM")
+        raise Interrupted(signal.SIGTERM)
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:

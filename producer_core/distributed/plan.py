@@ -36,6 +36,7 @@ MASTER_FORMS = ("local, local[N], local[*], local[N,F], spark://HOST:PORT[,HOST:
 
 _LOCAL = re.compile(r"local(?:\[(?P<slots>\d+|\*)(?:,(?P<failures>\d+))?\])?")
 _SPARK = re.compile(r"spark://[A-Za-z0-9._\-]+:\d{1,5}(?:,[A-Za-z0-9._\-]+:\d{1,5})*")
+_PORT = re.compile(r":(\d+)(?=,|/|$)")
 _K8S = re.compile(r"k8s://(?:https?://)?[A-Za-z0-9._\-]+(?::\d{1,5})?/?")
 
 
@@ -84,6 +85,10 @@ def parse_master(url: str) -> Master:
                              f"with N from 1 to {MAX_LOCAL_SLOTS}.")
         return Master(text, count)
     if text == "yarn" or _SPARK.fullmatch(text) or _K8S.fullmatch(text):
+        bad = [port for port in _PORT.findall(text) if not 1 <= int(port) <= 65535]
+        if bad:
+            raise UsageError(f"--spark-master {url!r} names port {bad[0]}; ports go from 1 "
+                             "to 65535.")
         return Master(text, None)
     raise UsageError(f"--spark-master {url!r} is not a Spark master URL. Allowed forms: "
                      f"{MASTER_FORMS}. Without the option, kbatch uses local[N] for "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -66,8 +67,17 @@ def parse_conf(items: Mapping[str, str] | list[str] | tuple[str, ...]) -> dict[s
         if not eq or not key.strip().startswith("spark."):
             raise UsageError(f"Malformed --spark-conf {item!r}: expected spark.KEY=VALUE, for "
                              "example --spark-conf spark.executor.memory=2g.")
+        if key.strip() in CHECKED_ELSEWHERE:
+            raise UsageError(f"--spark-conf {key.strip()} would override "
+                             f"{CHECKED_ELSEWHERE[key.strip()]}, which kbatch checks before "
+                             "Spark starts; give it there instead.")
         conf[key.strip()] = value.strip()
     return conf
+
+
+CHECKED_ELSEWHERE = {"spark.master": "--spark-master",
+                     "spark.submit.deployMode": "--spark-master (client mode only)"}
+"""Spark settings that kbatch sets from checked options; a --spark-conf may not replace them."""
 
 
 class SparkSessionHandle:
@@ -113,6 +123,26 @@ def _end_gateway(gateway: Any) -> None:
         proc.wait(timeout=5)
 
 
+MASTER_CONNECT_TIMEOUT_S = 5.0
+
+
+def check_master_answers(master: str) -> None:
+    """A standalone master (spark://) must accept connections before Spark starts: Spark
+    itself retries an unreachable master for about a minute and then fails with a stack
+    of Java errors. One TCP connect per host, bounded, names the one that does not answer."""
+    if not master.startswith("spark://"):
+        return
+    for item in master[len("spark://"):].split(","):
+        host, _, port = item.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), MASTER_CONNECT_TIMEOUT_S):
+                return  # one live master is enough (the others are standbys)
+        except (OSError, ValueError) as exc:
+            problem = f"{item}: {getattr(exc, 'strerror', None) or exc}"
+    raise KbatchError(f"The Spark master does not answer ({problem}). Start it, or check "
+                      "--spark-master; nothing was run.")
+
+
 def start_session(master: str, app_name: str, local: bool,
                   conf: Mapping[str, str] | None = None) -> SparkSessionHandle:
     """Start a SparkSession on `master` with kbatch's settings (and the user's `conf`)."""
@@ -123,6 +153,7 @@ def start_session(master: str, app_name: str, local: bool,
 
     if SparkContext._active_spark_context is not None:
         raise KbatchError("A Spark session is already running in this process.")
+    check_master_answers(master)
     settings = {**BASE_CONF, **(LOCAL_CONF if local else {})}
     if local or not os.environ.get("PYSPARK_PYTHON"):
         # PySpark takes the workers' interpreter from the environment, not from the conf

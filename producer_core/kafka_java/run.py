@@ -69,6 +69,10 @@ NO_CALLBACK = "no callback before close"
 """The unknown reason of a message the driver took but whose send callback never came."""
 
 
+STOP_GRACE_S = 10.0
+"""After a stop, how long the Java producer may take to settle what it was handed."""
+
+
 class _PipeSink:
     """Takes the generator's appends and writes them to the driver as 'M' frames."""
 
@@ -274,19 +278,28 @@ class KafkaJavaRun:
             generator.begin(self.start)
             self._intended = generator.intended_total()
             self._generate(generator)
-            if self.stop.is_set():
-                raise asyncio.CancelledError
+            # Stopped (a signal): like the engine, stop generating, give what was handed to
+            # the producer a short grace, and report it as a partial run (complete: false).
+            stopped = self.stop.is_set()
             self.write(protocol.END)
             self._flush()
             self._proc.stdin.close()  # type: ignore[union-attr]
-            deadline = self.clock() + self.settings.delivery_timeout_s + 60.0
+            deadline = self.clock() + (STOP_GRACE_S if stopped
+                                       else self.settings.delivery_timeout_s + 60.0)
             while self._result is None and not self._done.wait(0.2):
                 self._check_acks0_answered()
                 self._report()
-                if self.clock() > deadline or self.stop.is_set():
+                if self.stop.is_set() and not stopped:
+                    stopped = True
+                    deadline = min(deadline, self.clock() + STOP_GRACE_S)
+                if self.clock() > deadline:
                     break
             if self._result is None:
+                if stopped:
+                    raise asyncio.CancelledError
                 raise self._driver_died("it sent no result")
+            if stopped:
+                self.metrics.complete = False
             end = self.clock()
             if self._result.get("last_ack_ns"):  # the run ends at its last acknowledgement
                 end = min(end, (self._result["last_ack_ns"] - self.offset_ns) / 1e9)
@@ -365,6 +378,18 @@ class KafkaJavaRun:
                 topic.unknown += missing
                 m.unknown(missing, NO_CALLBACK)
 
+    def _idempotence(self, reported: Any, warnings: list[str]) -> dict[str, Any]:
+        """What the Java producer ran with (its TransactionManager), not what was asked:
+        `--verify` excuses duplicates and reorders only when idempotence was off."""
+        if isinstance(reported, dict) and isinstance(reported.get("enabled"), bool):
+            return {k: v for k, v in reported.items()
+                    if k in ("enabled", "producer_id", "producer_epoch")}
+        configured = str(self.settings["enable.idempotence"]).lower() == "true"
+        detail = reported.get("unknown") if isinstance(reported, dict) else "not reported"
+        warnings.append(f"The Java producer's idempotence could not be read ({detail}); the "
+                        f"results give the setting (enable.idempotence={str(configured).lower()}).")
+        return {"enabled": configured}
+
     def _results(self, end: float) -> Results:
         result = self._result
         assert result is not None
@@ -401,6 +426,7 @@ class KafkaJavaRun:
             m.client_counts = ClientCounts(requests=len(self._requests), batches=0)
             warnings.append("The driver could not read what some Produce requests carried; "
                             "partitions and bytes per request show only their means.")
+        m.idempotence = self._idempotence(result.get("idempotence"), warnings)
         if result.get("interception") != "sender-client":
             warnings.append(f"Produce requests could not be counted in the client "
                             f"({result.get('interception')}): requests_sent is 0; see "

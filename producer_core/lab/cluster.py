@@ -17,6 +17,8 @@ kernel parent-death signal), so no process outlives the one that started the lab
 from __future__ import annotations
 
 import contextlib
+import socket
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 
@@ -44,6 +46,31 @@ def validate_shape(brokers: int, base_port: int | None = None) -> None:
             f"--base-port {base_port} with --brokers {brokers} needs ports {base_port} to "
             f"{base_port + brokers - 1}; ports go from 1 to 65535."
         )
+
+
+def replay_frames(host: str, port: int, frames: Sequence[bytes], timeout_s: float) -> None:
+    """Send each framed request to ``host:port`` and read its response, one at a time."""
+    if not frames:
+        return
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as conn:
+            for frame in frames:
+                conn.sendall(frame)
+                (size,) = struct.unpack(">i", _read_exactly(conn, 4))
+                _read_exactly(conn, size)
+    except OSError as exc:
+        raise BrokerError(f"The restarted broker at {host}:{port} did not take the lab's "
+                          f"producer ids: {exc}.") from exc
+
+
+def _read_exactly(conn: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        data += chunk
+    return data
 
 
 class Lab:
@@ -146,6 +173,41 @@ class Lab:
     @property
     def pids(self) -> list[int]:
         return [pid for pid in (b.pid for b in self._backends) if pid is not None]
+
+    def node_pid(self, node_id: int) -> int | None:
+        """PID of node ``node_id``'s backend while it runs, else None (it died)."""
+        return self._backends[node_id - 1].pid
+
+    def restart_node(self, node_id: int, timeout_s: float = 15.0) -> None:
+        """Start node ``node_id``'s backend again after it died; the facade reconnects to it.
+
+        The backend stores in memory, so the restarted node starts empty (like a broker
+        that lost its disk); the node keeps its id and client-facing port. Every
+        InitProducerId the cluster answered is replayed to it first, so it knows the
+        producer ids the other nodes handed out.
+        """
+        facade, _ = self._running()
+        if not 1 <= node_id <= len(self._backends):
+            raise UsageError(f"No node {node_id}: this lab has nodes 1 to {len(self._backends)}.")
+        old = self._backends[node_id - 1]
+        if old.running:
+            return
+        with contextlib.suppress(Exception):
+            old.stop()
+        backend = self._backend_factory()
+        self._backends[node_id - 1] = backend
+        backend.start(timeout_s)
+        # Backends hand out producer ids in the order they see InitProducerId; the new
+        # one has seen none, so an idempotent producer's id would be unknown to it.
+        replay_frames(backend.host, backend.port, facade.init_producer_frames(), timeout_s)
+        facade.set_backends([(b.host, b.port) for b in self._backends])
+
+    @property
+    def facade_alive(self) -> bool:
+        facade = self._facade
+        if isinstance(facade, FacadeProcess):
+            return facade.pid is not None
+        return facade is not None and facade.serving
 
     @property
     def facade_pid(self) -> int | None:

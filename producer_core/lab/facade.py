@@ -122,6 +122,7 @@ class Facade:
         self._counts: dict[int, Counter[int]] = {n: Counter() for n in range(1, nodes + 1)}
         self._connections: Counter[int] = Counter()
         self._errors: list[str] = []
+        self._init_producer_frames: list[bytes] = []
         self._runner = LoopThread("kbatch-lab-facade")
         self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -165,11 +166,20 @@ class Facade:
         with self._lock:
             return list(self._errors)
 
+    def init_producer_frames(self) -> list[bytes]:
+        """Every InitProducerId request the cluster got, framed, in order (see ``replay``)."""
+        with self._lock:
+            return list(self._init_producer_frames)
+
     def reset_counts(self) -> None:
         with self._lock:
             for counter in self._counts.values():
                 counter.clear()
             self._connections.clear()
+
+    @property
+    def serving(self) -> bool:
+        return self._runner.running
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Close the listeners and every connection, then end the loop thread; idempotent."""
@@ -295,6 +305,9 @@ class Facade:
                     self._error(node_id, str(exc))
                     return
                 data = size_bytes + frame
+                if info.api_key == API_INIT_PRODUCER_ID:
+                    with self._lock:
+                        self._init_producer_frames.append(data)
                 replies = []
                 for target in targets:
                     link = await self._link(links, target)

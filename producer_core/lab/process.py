@@ -9,7 +9,8 @@ on the child's stdin and stdout:
     parent -> child   {"nodes": N, "host": ..., "ports": [...], "rtt_ms": R, "jitter_ms": J,
                        "seed": S, "assignment": {...}}
     child -> parent   {"nodes": [[node_id, host, port], ...]}   or   {"error": ..., "usage": bool}
-    then one reply line per command: {"op": "backends" | "counts" | "errors" | "reset"}
+    then one reply line per command:
+                      {"op": "backends" | "counts" | "errors" | "init_frames" | "reset"}
 
 The child stops when its stdin closes (the parent stopped it or died); it also gets the
 kernel's parent-death signal, and runs in its own session so a terminal Ctrl-C reaches
@@ -103,6 +104,9 @@ class FacadeProcess:
     def errors(self) -> list[str]:
         return list(self._call({"op": "errors"})["value"])
 
+    def init_producer_frames(self) -> list[bytes]:
+        return [bytes.fromhex(f) for f in self._call({"op": "init_frames"})["value"]]
+
     def reset_counts(self) -> None:
         self._call({"op": "reset"})
 
@@ -194,6 +198,8 @@ def main() -> None:
                 reply({"value": facade.counts()})
             elif op == "errors":
                 reply({"value": facade.errors()})
+            elif op == "init_frames":
+                reply({"value": [f.hex() for f in facade.init_producer_frames()]})
             elif op == "reset":
                 facade.reset_counts()
                 reply({"ok": True})

@@ -9,6 +9,7 @@ never a hang. In-process (click's CliRunner) with a time bound per case, so it i
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -112,6 +113,7 @@ def tmp(tmp_path_factory) -> Path:
     shutil.copytree(root / "run", root / "run_garbage_parquet")
     log = next((root / "run_garbage_parquet").rglob("requests.parquet"))
     log.write_bytes(b"PAR1" + b"\x00" * 100 + b"PAR1")
+    _issue35_files(root)
     comparison, results = fake_comparison()
     write_results_dir(root / "cmp", comparison, results)
     (root / "afile").write_text("x")
@@ -121,6 +123,100 @@ def tmp(tmp_path_factory) -> Path:
     add_facts(other_doc, embedded=False)
     write_results_dir(root / "other_mode_out", other_doc, [other])
     return root
+
+
+def _issue35_files(root: Path) -> None:
+    """Inputs of the newer surfaces (issue 35): special and huge files, two properties files,
+    damaged results directories, absurd numbers in results, huge metric names."""
+    os.mkfifo(root / "fifo")
+    (root / "big.properties").write_text("linger.ms=5\n" * 200_000)
+    (root / "a.properties").write_text("linger.ms=5\n")
+    (root / "b.properties").write_text("linger.ms=6\n")
+    (root / "dup.properties").write_text("linger.ms=5\nacks=all\nlinger.ms=50\n")
+    (root / "payload.bin").write_bytes(b"x" * 100)
+    shutil.copytree(root / "run", root / "run_nolog")
+    next((root / "run_nolog").rglob("requests.parquet")).unlink()
+    for name, text in (("bigint", "9" * 400), ("e999", "1e999"), ("neg_e999", "-1e999")):
+        shutil.copytree(root / "run", root / f"run_{name}")
+        path = root / f"run_{name}" / "results.json"
+        data = json.loads(path.read_text())
+        if name == "bigint":  # an integer field: a valid JSON integer, absurdly large
+            data["requests_sent"] = 123456789
+        else:  # a number field: JSON reads 1e999 as infinity
+            data["latency"]["p99_ms"] = 123456789
+        path.write_text(json.dumps(data).replace("123456789", text))
+    shutil.copytree(root / "run", root / "run_interval0")
+    path = root / "run_interval0" / "results.json"
+    data = json.loads(path.read_text())
+    data["intervals"] = {**data.get("intervals", {}), "interval_s": 0}
+    path.write_text(json.dumps(data))
+    long_name = "partition." + "a." * 100_000 + "b"
+    (root / "long.toml").write_text(f'[[rule]]\ncheck = "{long_name} >= 1"\n')
+    (root / "long_metric.toml").write_text(f'[[rule]]\nmetric = "{long_name}"\n'
+                                           'max_increase = "10%"\n')
+    (root / "long_rhs.toml").write_text(f'[[rule]]\ncheck = "partition.p99_ms <= 2 * '
+                                        f'{long_name}"\n')
+
+
+P5 = [*P, "--messages", "5"]
+
+# Issue 35: the surfaces added since the first sweep (each failed on main before it).
+CASES_35: list[tuple[str, list[str], tuple[int, ...]]] = [
+    # -- special and huge files as inputs: regular files only, size caps, within seconds
+    ("props-fifo", [*P5, "--command-config", "{tmp}/fifo"], (2,)),
+    ("props-devzero", [*P5, "--command-config", "/dev/zero"], (2,)),
+    ("props-devnull", [*P5, "--command-config", "/dev/null"], (2,)),
+    ("props-huge", [*P5, "--command-config", "{tmp}/big.properties"], (2,)),
+    ("payload-fifo", [*P5, "--payload-file", "{tmp}/fifo"], (2,)),
+    ("payload-devzero", [*P5, "--payload-file", "/dev/zero"], (2,)),
+    ("payload-devurandom", [*P5, "--payload-file", "/dev/urandom"], (2,)),
+    ("wl-fifo", [*P, "--workload", "{tmp}/fifo"], (2,)),
+    ("wl-devzero", [*P, "--workload", "/dev/zero"], (2,)),
+    ("gate-gates-fifo", ["gate", "{tmp}/run", "--gates", "{tmp}/fifo"], (2,)),
+    ("gate-gates-devzero", ["gate", "{tmp}/run", "--gates", "/dev/zero"], (2,)),
+    ("gate-results-fifo", ["gate", "{tmp}/fifo", "--gates", "{tmp}/ok.toml"], (2,)),
+    ("report-results-devzero", ["report", "/dev/zero", "--no-charts"], (2,)),
+    # -- two values for one thing: refused, never silently resolved
+    ("props-two-files", [*P5, "--command-config", "{tmp}/a.properties", "--producer.config",
+                         "{tmp}/b.properties"], (2,)),
+    ("props-key-twice", [*P5, "--command-config", "{tmp}/dup.properties"], (2,)),
+    ("X-twice-different", [*P5, "-X", "linger.ms=5", "-X", "linger.ms=50"], (2,)),
+    ("txn-id-and-X", [*P5, "--transactional-id", "a", "-X", "transactional.id=b"], (2,)),
+    ("sweep-slo-twice", ["sweep", "--slo", "p99<=50ms", "--slo", "p99<=20ms", "--modes",
+                         "partition", "--out", "{tmp}/sw"], (2,)),
+    ("sweep-out-in-proc", ["sweep", "--modes", "partition", "--out", "/proc/kbatch-sweep"],
+     (2,)),
+    # -- very long identifiers (Kafka's own limits)
+    ("txn-id-huge", [*P5, "--transactional-id", "t" * 40_000], (2,)),
+    ("txn-id-ctrl", [*P5, "--transactional-id", "a\x07b"], (2,)),
+    ("topic-249-plus", [*P5, "--topic", "t" * 10_000], (2,)),
+    # -- Spark: impossible ports, and a setting that would replace the checked master
+    ("spark-port-99999", [*P5, "--runner", "spark", "--spark-master",
+                          "spark://127.0.0.1:99999"], (2,)),
+    ("spark-port-0", [*P5, "--runner", "spark", "--spark-master", "spark://127.0.0.1:0"],
+     (2,)),
+    ("spark-conf-master", [*P5, "--runner", "spark", "--spark-conf",
+                           "spark.master=spark://10.1.2.3:7077"], (2,)),
+    # a master that refuses connections: Spark would retry it for a minute; said in seconds
+    ("spark-master-refuses", [*P5, "--runner", "spark", "--spark-master",
+                              "spark://127.0.0.1:1"], (1,)),
+    # -- damaged results directories and absurd numbers in results
+    ("gate-no-request-log", ["gate", "{tmp}/run_nolog", "--gates", "{tmp}/ok.toml"], (2,)),
+    ("report-no-request-log", ["report", "{tmp}/run_nolog", "--no-charts", "--out",
+                               "{tmp}/r35a"], (2,)),
+    ("gate-truncated-log", ["gate", "{tmp}/run_truncated", "--gates", "{tmp}/ok.toml"], (2,)),
+    ("gate-garbage-log", ["gate", "{tmp}/run_garbage_parquet", "--gates", "{tmp}/ok.toml"],
+     (2,)),
+    ("gate-400-digit-int", ["gate", "{tmp}/run_bigint", "--gates", "{tmp}/ok.toml"], (2,)),
+    ("gate-1e999", ["gate", "{tmp}/run_e999", "--gates", "{tmp}/ok.toml"], (2,)),
+    ("report-minus-1e999", ["report", "{tmp}/run_neg_e999", "--no-charts", "--out",
+                            "{tmp}/r35b"], (2,)),
+    ("gate-interval-0", ["gate", "{tmp}/run_interval0", "--gates", "{tmp}/ok.toml"], (2,)),
+    # -- a gates rule with a huge metric name: refused at once (it took cubic time)
+    ("gate-long-check", ["gate", "{tmp}/run", "--gates", "{tmp}/long.toml"], (2,)),
+    ("gate-long-metric", ["gate", "{tmp}/run", "--gates", "{tmp}/long_metric.toml"], (2,)),
+    ("gate-long-rhs", ["gate", "{tmp}/run", "--gates", "{tmp}/long_rhs.toml"], (2,)),
+]
 
 
 # (id, arguments, expected exit codes)
@@ -315,6 +411,7 @@ CASES: list[tuple[str, list[str], tuple[int, ...]]] = [
     ("lab-rtt-nan", ["lab", "up", "--rtt-ms", "nan"], (2,)),
     ("lab-rtt-neg", ["lab", "up", "--rtt-ms", "-5"], (2,)),
     ("lab-base-port", ["lab", "up", "--base-port", "70000"], (2,)),
+    *CASES_35,
 ]
 
 
@@ -329,6 +426,24 @@ def test_bad_input_is_refused_cleanly(tmp, args, expected):
         assert "Error" in outcome.output, outcome.describe()
         assert "Producing to" not in outcome.output, "refused only after the run started"
         assert outcome.seconds < 10, outcome.describe()
+
+
+def test_a_companion_option_that_does_not_apply_is_warned_about():
+    """--reference-mode without --slo changes nothing: said so, not silently ignored."""
+    outcome = run_kbatch(["sweep", "--modes", "partition", "--reference-mode", "broker",
+                          "--out", "/proc/kbatch-sweep"], seconds=20)
+    assert outcome.exit_code == 2, outcome.describe()
+    assert "--reference-mode applies only with --slo" in outcome.output
+
+
+def test_ssl_endpoint_identification_accepts_its_documented_empty_value():
+    from producer_core.config import parse_assignment
+
+    assert parse_assignment("ssl.endpoint.identification.algorithm=") == (
+        "ssl.endpoint.identification.algorithm", "")
+    outcome = run_kbatch([*P5, "-X", "ssl.endpoint.identification.algorithm=",
+                          "--json", "/proc/kbatch-x.json"], seconds=20)
+    assert "Malformed setting" not in outcome.output and "--json /proc" in outcome.output
 
 
 def test_the_sweep_covers_the_issue(tmp):

@@ -83,3 +83,58 @@ def test_lab_up_kafka_with_a_round_trip_then_down(tmp_path):
         time.sleep(0.1)
     assert not any(alive(p) for p in jvms), "a Kafka JVM outlived `kbatch lab down`"
     assert not list(Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}{up.pid}-*"))
+
+
+def _kbatch(env: dict[str, str], *args: str, timeout: float = 180):
+    return subprocess.run([*KBATCH, *args], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=timeout)
+
+
+@pytest.mark.timeout(900)
+def test_a_kafka_lab_keeps_serving_when_a_node_dies_and_restarts_it(tmp_path):
+    """Three KRaft nodes: kill node 2 by the pid the lab started, `lab status` says DOWN,
+    the others keep serving, `lab restart 2` brings it back on its data (issue 35)."""
+    env = {**os.environ, "KBATCH_LAB_STATE": str(tmp_path / "lab.json")}
+    up = subprocess.Popen([*KBATCH, "lab", "up", "--broker", "kafka", "--brokers", "3"],
+                          cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    try:
+        assert up.stdout is not None
+        bootstrap = up.stdout.readline().strip()
+        assert bootstrap, up.stderr.read() if up.stderr else ""
+
+        def produce(topic: str) -> dict:
+            out = tmp_path / f"{topic}.json"
+            run = _kbatch(env, "produce", "--bootstrap-servers", bootstrap, "--topic", topic,
+                          "--partitions", "3", "--replication-factor", "3", "--messages",
+                          "600", "--rate", "1000", "--json", str(out), "--no-progress")
+            assert run.returncode == 0, run.stderr
+            return json.loads(out.read_text())
+
+        assert produce("before")["messages"]["acknowledged"] == 600
+        state = json.loads(Path(env["KBATCH_LAB_STATE"]).read_text())
+        node2 = next(n for n in state["nodes"] if n["node_id"] == 2)
+        assert node2["pid"] in _jvms(up.pid)
+        os.kill(node2["pid"], 9)
+        deadline = time.monotonic() + 30
+        while True:
+            status = _kbatch(env, "lab", "status", timeout=30)
+            if "DOWN" in status.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert status.returncode == 0 and "DOWN" in status.stderr.split("node 2:")[1]
+        assert up.poll() is None, "the lab stopped when one node died"
+        restart = _kbatch(env, "lab", "restart", "2", "--timeout", "150", timeout=200)
+        assert restart.returncode == 0 and "running again" in restart.stderr, restart.stderr
+        status = _kbatch(env, "lab", "status", timeout=30)
+        assert "DOWN" not in status.stderr and status.stderr.count("running (") == 3
+        assert produce("after")["messages"]["acknowledged"] == 600
+        down = _kbatch(env, "lab", "down", timeout=90)
+        assert down.returncode == 0, down.stderr
+        _, stderr = up.communicate(timeout=90)
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+    assert "node 2 (Kafka) exited" in stderr and "node 2 restarted" in stderr
+    assert "Traceback" not in stderr

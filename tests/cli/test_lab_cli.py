@@ -120,3 +120,54 @@ def test_lab_up_on_a_taken_port_names_it(lab_env):
     assert proc.returncode == 1
     assert f"Port {port} on 127.0.0.1 is already in use" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _produce(env: dict[str, str], bootstrap: str, topic: str, out: Path) -> dict:
+    proc = run_kbatch(env, "produce", "--bootstrap-servers", bootstrap, "--topic", topic,
+                      "--partitions", "3", "--messages", "300", "--rate", "1000",
+                      "--no-progress", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text())
+
+
+def test_a_lab_keeps_serving_when_a_node_dies_and_restarts_it(tmp_path, lab_env):
+    proc, bootstrap, brokers = start_lab(lab_env, "--brokers", "3")
+    try:
+        before = _produce(lab_env, bootstrap, "before", tmp_path / "before.json")
+        assert before["messages"]["acknowledged"] == 300
+        state = json.loads(Path(lab_env["KBATCH_LAB_STATE"]).read_text())
+        node2 = next(n for n in state["nodes"] if n["node_id"] == 2)
+        assert node2["pid"] in brokers
+        os.kill(node2["pid"], signal.SIGKILL)  # the process the lab started for node 2
+        deadline = time.monotonic() + 10
+        while True:
+            status = run_kbatch(lab_env, "lab", "status")
+            if "DOWN" in status.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert status.returncode == 0 and status.stdout.strip() == bootstrap
+        assert "node 2:" in status.stderr and "DOWN" in status.stderr.split("node 2:")[1]
+        assert "DOWN" not in status.stderr.split("node 2:")[0], status.stderr
+        assert proc.poll() is None, "the lab stopped when one node died"
+
+        restart = run_kbatch(lab_env, "lab", "restart", "2", "--timeout", "30")
+        assert restart.returncode == 0, restart.stderr
+        assert "running again" in restart.stderr
+        status = run_kbatch(lab_env, "lab", "status")
+        assert "DOWN" not in status.stderr and status.stderr.count("running (Tansu pid") == 3
+        after = _produce(lab_env, bootstrap, "after", tmp_path / "after.json")
+        assert after["messages"]["acknowledged"] == 300 and after["messages"]["failed"] == 0
+        assert set(after["requests_by_broker"]) == {"1", "2", "3"}
+
+        again = run_kbatch(lab_env, "lab", "restart", "2")
+        assert again.returncode == 0 and "nothing to restart" in again.stderr
+        bad = run_kbatch(lab_env, "lab", "restart", "9")
+        assert bad.returncode == 2 and "No node 9" in bad.stderr
+        down = run_kbatch(lab_env, "lab", "down")
+        assert down.returncode == 0, down.stderr
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "node 2 (Tansu) exited" in stderr and "node 2 restarted" in stderr
+    assert "Traceback" not in stderr

@@ -138,3 +138,98 @@ def test_second_ctrl_c_exits_at_once_and_still_stops_the_broker(tmp_path) -> Non
     assert took < 8
     assert not json_path.exists()  # no results: the user asked to stop at once
     broker_gone(brokers)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("after_s", [0.1, 0.4, 0.9])
+def test_a_signal_during_start_up_is_one_line_and_its_code(sig, code, after_s) -> None:
+    """While kbatch imports its modules and checks its input (before any run): the
+    documented code (128 + signal) and one line, never a KeyboardInterrupt traceback."""
+    proc = start("produce", "--messages", "5")
+    time.sleep(after_s)
+    proc.send_signal(sig)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in stderr, stderr
+    if proc.returncode != 0:  # (a very fast machine may have finished the 5 messages)
+        assert proc.returncode == code, stderr
+
+
+def test_sigterm_on_a_kafka_broker_run_keeps_partial_results_and_exits_143(tmp_path) -> None:
+    """SIGTERM is 143 whichever broker runs: with --broker kafka the cluster's own SIGTERM
+    handling used to replace the run's (exit 130, no partial results)."""
+    from producer_core.brokers.kafka_target import sigterm_as_interrupt
+
+    seen: list[object] = []
+
+    def mine(signum, frame):  # a run's StopOnSignal-like handler
+        seen.append(signum)
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        with sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+        assert seen == [signal.SIGTERM]  # the run's handler kept SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    from producer_core.errors import Interrupted
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(Interrupted) as info, sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        assert 128 + info.value.signum == 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_a_kafka_java_run_keeps_partial_results(tmp_path, sig, code) -> None:
+    """The Java producer's run stops like the engine's: what it was handed settles within
+    a grace, partial results are written (complete: false), 128 + the signal. It used to
+    end in a CancelledError traceback and exit 1."""
+    out = tmp_path / "kj.json"
+    proc = start("produce", "--mode", "kafka-java", "--duration", "60", "--rate", "500",
+                 "--json", str(out))
+    try:
+        wait_for_broker(proc)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(  # the JVM runs: messages flow
+                "KbatchProducerDriver" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
+                for p in child_pids(proc.pid) if Path(f"/proc/{p}").exists()):
+            time.sleep(0.2)
+        time.sleep(4)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in stderr, stderr
+    assert proc.returncode == code, stderr
+    document = json.loads(out.read_text())
+    validate_document(document)
+    assert document["complete"] is False and document["mode"] == "kafka-java"
+    assert document["messages"]["acknowledged"] > 0
+
+
+def test_sigterm_during_a_sweep_exits_143_and_keeps_the_finished_cells(tmp_path) -> None:
+    out = tmp_path / "sweep"
+    proc = start("sweep", "--modes", "partition", "--duration", "1", "--rate", "200",
+                 "--out", str(out))
+    try:
+        wait_for_broker(proc)
+        time.sleep(3)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in stderr
+    assert proc.returncode == 143, stderr  # was -15: killed without any cleanup
+    assert "--resume" in stderr

@@ -264,3 +264,36 @@ def test_leader_change_on_kafka(kafka_cluster, tmp_path, extra, idempotence) -> 
         assert v["duplicated"] == 0 and v["out_of_order"] == 0
     assert proc.returncode == (3 if m["failed"] + m["unknown"] else 0), stderr
     assert "--verify" in stdout
+
+
+def test_a_failed_read_back_keeps_the_results(broker, tmp_path) -> None:
+    """The broker dies mid-run and stays dead: messages fail, and the read-back cannot
+    reach anyone. The results JSON and summary are still written, `verify` says why it is
+    incomplete, and the exit code is the run's own (3: messages failed), not a bare 1."""
+    json_path = tmp_path / "run.json"
+    proc, began = kbatch_produce(broker.bootstrap, "gone", json_path,
+                                 "-X", "request.timeout.ms=2000",
+                                 "-X", "delivery.timeout.ms=4000", duration_s=4)
+    try:
+        wait_until_written(broker.bootstrap, "gone")
+        assert broker.pid is not None
+        os.kill(broker.pid, signal.SIGKILL)
+        broker.stop()
+        stdout, stderr, took = finish(proc, began)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in stderr
+    assert proc.returncode == 3, stderr
+    run = json.loads(json_path.read_text())
+    validate_document(run)
+    m, v = run["messages"], run["verify"]
+    assert m["failed"] + m["unknown"] > 0
+    assert v["read_complete"] is False and "could not read the topics back" in v["read_error"]
+    assert v["acknowledged"] == m["acknowledged"] and v["problems"] == []
+    assert "read-back" in stdout and "messages failed" in stderr  # the summary is there
+    assert "delivery is unconfirmed" in stderr
+    # the client library's own log lines (aiokafka, reading back) are in a file, not here
+    logged = [line for line in stderr.splitlines() if line.startswith("Unable connect")]
+    assert not logged, stderr

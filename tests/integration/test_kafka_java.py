@@ -268,3 +268,25 @@ def test_jars_are_fetched_and_the_driver_compiled_once_per_source(tmp_path, monk
     builds = list((tmp_path / "kbatch" / "kafka-java-driver").iterdir())
     assert len(builds) == 2 and all((b / "KbatchProducerDriver.class").is_file()
                                     for b in builds)
+
+
+@pytest.mark.parametrize("overrides,expected", [
+    ({}, True),                                   # Java's default since 3.0
+    ({"enable.idempotence": "false"}, False),
+    ({"acks": "1"}, False),                       # kbatch and Java both turn it off
+])
+def test_kafka_java_reports_the_producers_own_idempotence(broker_bootstrap, overrides,
+                                                          expected):
+    """The results carry what the Java producer ran with (its TransactionManager), so
+    --verify judges duplicates and reorders by the truth (issue 35)."""
+    workload = Workload(topic=fresh_topic("kj-idem"), partitions=3, rate=500, duration_s=0.5)
+    settings = build_settings(overrides.items(), mode="kafka-java")
+    doc = run(workload, settings, "kafka-java", broker_bootstrap.bootstrap).to_dict()
+    assert doc["messages"]["acknowledged"] == workload.total_messages
+    assert doc["idempotence"]["enabled"] is expected
+    if expected:
+        assert isinstance(doc["idempotence"]["producer_id"], int)
+        assert doc["idempotence"]["producer_id"] >= 0 and doc["idempotence"]["producer_epoch"] >= 0
+    else:
+        assert "producer_id" not in doc["idempotence"]
+    validate_document(doc)

@@ -288,7 +288,7 @@ def test_delay_settings_are_validated(rtt, jitter, fragment):
 
 def test_state_file_round_trip_and_guarded_removal(tmp_path):
     path = tmp_path / "lab.json"
-    write_state({"pid": 123, "bootstrap": "127.0.0.1:1"}, path)
+    write_state({"pid": 123, "pid_start": 1, "bootstrap": "127.0.0.1:1"}, path)
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert read_state(path)["bootstrap"] == "127.0.0.1:1"
     remove_state(pid=456, path=path)  # another process's file: left alone

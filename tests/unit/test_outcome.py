@@ -86,3 +86,27 @@ def test_accepts_stop() -> None:
 
     assert not accepts_stop(old)
     assert accepts_stop(new)
+
+
+@pytest.mark.parametrize("failed,allow,code", [
+    (0, False, EXIT_VERIFY),        # nothing failed, delivery unconfirmed: 4
+    (5, False, EXIT_UNDELIVERED),   # the run's own code: 3
+    (5, True, EXIT_VERIFY),         # failures allowed, delivery still unconfirmed
+])
+def test_a_failed_read_back_keeps_the_runs_own_code(failed, allow, code) -> None:
+    failed_read = run(failed=failed)
+    failed_read["verify"] = {"problems": [], "read_error": "brokers unreachable"}
+    got, reasons = exit_code([failed_read], allow_failures=allow)
+    assert got == code
+    assert any("could not read the topics back" in r and "brokers unreachable" in r
+               for r in reasons)
+
+
+def test_a_failed_read_back_document_matches_the_schema() -> None:
+    from producer_core.run_types import Delivery
+    from producer_core.verify_read import failed_read_document
+    deliveries = [Delivery("t", 0, 0, [1, 2, 3]), Delivery("t", 1, 0, [4], aborted=True)]
+    document = failed_read_document(deliveries, {"idempotence": {"enabled": True}},
+                                    "gone", 1.25)
+    assert document["acknowledged"] == 3 and document["read_complete"] is False
+    assert document["idempotence"] is True and document["read_error"] == "gone"

@@ -88,6 +88,9 @@ def test_plain_json_without_new_fields_still_loads(tmp_path):
     (lambda d: d["latency"].update(p99_ms="fast"), "latency.p99_ms: must be number"),
     (lambda d: d["messages"].update(failed=-1), "messages.failed: must be >= 0"),
     (lambda d: d.update(kind="comparison"), "(comparison)"),
+    # a real validator: exclusiveMinimum (the hand-written checker ignored it)
+    (lambda d: d.update(intervals={**d.get("intervals", {}), "interval_s": 0}),
+     "interval_s: must be > 0, got 0"),
 ])
 def test_schema_violations_are_named(tmp_path, change, fragment):
     document = json.loads(json.dumps(fake_results("partition").to_dict()))

@@ -98,6 +98,7 @@ public final class KbatchProducerDriver {
     private String[] topics = new String[0];
     private boolean deliveries;
     private String interception = "none";
+    private String idempotence = "{\"unknown\":\"not read\"}";
 
     synchronized void emit(String line, boolean flush) {
         try {
@@ -419,6 +420,7 @@ public final class KbatchProducerDriver {
             String nodes = nodeRequestTotals(producer);
             String metrics = producerMetrics(producer);
             progress.interrupt();
+            idempotence = idempotence(producer);
             emit(result(nodes, metrics), true);
             producer.close();
             return 0;
@@ -496,13 +498,43 @@ public final class KbatchProducerDriver {
         return b.append('}').toString();
     }
 
+    /**
+     * The producer's own idempotence, not the configured one: Java decides it from several
+     * settings (acks, retries, max.in.flight, transactional.id), and only its
+     * TransactionManager (null without idempotence) knows, with the producer id and epoch
+     * it was given. Read by reflection, as the request counting does; "unknown" if that
+     * fails, so kbatch falls back to the setting and says so.
+     */
+    static String idempotence(KafkaProducer<byte[], byte[]> producer) {
+        try {
+            Field tmField = KafkaProducer.class.getDeclaredField("transactionManager");
+            tmField.setAccessible(true);
+            Object tm = tmField.get(producer);
+            if (tm == null) return "{\"enabled\":false}";
+            Field idField = tm.getClass().getDeclaredField("producerIdAndEpoch");
+            idField.setAccessible(true);
+            Object idAndEpoch = idField.get(tm);
+            StringBuilder b = new StringBuilder("{\"enabled\":true");
+            if (idAndEpoch != null) {
+                long id = idAndEpoch.getClass().getField("producerId").getLong(idAndEpoch);
+                short epoch = idAndEpoch.getClass().getField("epoch").getShort(idAndEpoch);
+                if (id >= 0) b.append(",\"producer_id\":").append(id)
+                    .append(",\"producer_epoch\":").append(epoch);
+            }
+            return b.append('}').toString();
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return "{\"unknown\":" + quote(e.toString()) + "}";
+        }
+    }
+
     String result(String nodeTotals, String producerMetrics) {
         StringBuilder b = new StringBuilder("{\"type\":\"result\",\"acked\":" + acked.get()
             + ",\"failed\":" + failed.get() + ",\"unacked\":" + unacked.get()
             + ",\"unknown\":" + unknown.get() + ",\"submitted\":" + submitted.get()
             + ",\"requests\":" + requests.get()
             + ",\"last_ack_ns\":" + lastAckNs.get()
-            + ",\"interception\":" + quote(interception) + ",\"failed_reasons\":{");
+            + ",\"interception\":" + quote(interception)
+            + ",\"idempotence\":" + idempotence + ",\"failed_reasons\":{");
         synchronized (failedReasons) {
             List<String> items = new ArrayList<>();
             failedReasons.forEach((k, v) -> items.add(quote(k) + ":" + v));
