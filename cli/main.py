@@ -13,8 +13,10 @@ import click
 
 from cli.analyze_cmd import analyze
 from cli.client_opts import client_inputs, client_options, finish_settings
+from cli.container_facts import add_container_facts, aim_faults
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
+from cli.image_cmd import image
 from cli.lab_cmd import lab
 from cli.options import (
     lab_options,
@@ -180,6 +182,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     with StopOnSignal() as stopper:
         with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
             announce_start(target)
+            aim_faults(target, workload)
             console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                           f"mode {mode}{runner.description}.")
             run, stop = engine_call(engine_run, verify, stopper)
@@ -194,6 +197,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             payload["complete"] = False
         add_facts(payload, target.embedded, implementation=target.implementation,
                   version=target.version)
+        add_container_facts(payload, target)
         out.print(summary_table(payload))
         if len(payload.get("topics", {})) > 1:
             out.print(topics_table(payload))
@@ -294,6 +298,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
             runner.open() as engine_run, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         announce_start(target)
+        aim_faults(target, workload)
         console.print(f"Comparing {', '.join(modes)} on {target.description}"
                       f"{runner.description}.")
         run, stop = engine_call(engine_run, verify, stopper)
@@ -307,6 +312,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
             document["complete"] = False
         add_facts(document, target.embedded, target.description,
                   implementation=target.implementation, version=target.version)
+        add_container_facts(document, target)
         out.print(comparison_table(document))
         for run_document in document["runs"]:
             if "verify" in run_document:
@@ -329,6 +335,7 @@ cli.add_command(gate)
 cli.add_command(lab)
 cli.add_command(analyze)
 cli.add_command(sweep)
+cli.add_command(image)
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ import click
 from rich.live import Live
 from rich.text import Text
 
+from cli.container_facts import fault_note
 from cli.render import console, out
 from producer_core.engine import Progress
 from producer_core.intervals import DEFAULT_INTERVAL_S
@@ -125,7 +126,7 @@ class ProgressSink:
                                           if self.last_interval else "")))
 
     def on_interval(self, row: dict[str, Any]) -> None:
-        line = interval_line(self.label, row)
+        line = interval_line(self.label, row) + fault_note(row)
         if self.live is not None:
             self.last_interval = line
         else:

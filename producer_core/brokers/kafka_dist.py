@@ -22,7 +22,7 @@ from pathlib import Path
 from producer_core.errors import BrokerError, UsageError
 
 #: The one place the Apache Kafka version kbatch runs is pinned.
-KAFKA_VERSION = "4.3.1"
+KAFKA_VERSION = "4.4.0"
 KAFKA_HOME_ENV = "KAFKA_HOME"
 #: The broker (kafka_2.13) and, for the benchmark peer, ProducerPerformance (kafka-tools).
 ARTIFACTS = ("org.apache.kafka:kafka_2.13", "org.apache.kafka:kafka-tools")
