@@ -42,3 +42,12 @@ def fault_note(row: dict[str, Any]) -> str:
     now = runner.elapsed()
     labels = runner.during(now - (row["end_s"] - row["start_s"]), now)
     return f"  FAULT: {'; '.join(labels)}" if labels else ""
+
+
+def align_faults(run_elapsed_s: float) -> None:
+    """Let ``--fault at=`` count from the run's start (see FaultRunner.align_to_run)."""
+    from producer_core.faults.runner import current
+
+    runner = current()
+    if runner is not None:
+        runner.align_to_run(run_elapsed_s)

@@ -22,7 +22,7 @@ import click
 from rich.live import Live
 from rich.text import Text
 
-from cli.container_facts import fault_note
+from cli.container_facts import align_faults, fault_note
 from cli.render import console, out
 from producer_core.engine import Progress
 from producer_core.intervals import DEFAULT_INTERVAL_S
@@ -120,6 +120,7 @@ class ProgressSink:
             self.on_interval = None  # type: ignore[assignment]
 
     def __call__(self, progress: Progress) -> None:
+        align_faults(progress.elapsed_s)
         if self.live is not None:
             text = progress_text(self.label, progress)
             self.live.update(Text(text + ("\n" + self.last_interval

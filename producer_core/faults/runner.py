@@ -95,6 +95,9 @@ def _round(value: float | None) -> float | None:
 
 
 _CURRENT: FaultRunner | None = None
+#: How long the schedule waits for the run's first progress report before it counts from
+#: the moment the cluster was ready.
+ALIGN_WAIT_S = 60.0
 
 
 def current() -> FaultRunner | None:
@@ -117,6 +120,7 @@ class FaultRunner:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.started: float | None = None
+        self._aligned = False
 
     def start(self) -> FaultRunner:
         global _CURRENT
@@ -128,14 +132,31 @@ class FaultRunner:
             self._thread.start()
         return self
 
+    def align_to_run(self, run_elapsed_s: float) -> None:
+        """Count from the run's start (its first progress report says how long ago that
+        was) rather than from the cluster being ready; once, and only before any fault
+        began, so a comparison's later runs do not move the schedule."""
+        if self._aligned or self.started is None:
+            return
+        self._aligned = True
+        if any(record.began_s is not None for record in self.records):
+            return
+        self.started = max(self.started, self._clock() - run_elapsed_s)
+
     def elapsed(self) -> float:
         return 0.0 if self.started is None else self._clock() - self.started
 
     def _walk(self) -> None:
-        for step in plan_steps(self.faults):
-            wait = step.at_s - self.elapsed()
-            if wait > 0 and self._stop.wait(wait):
+        # Wait for the run to start (topic creation can take seconds on a loaded machine),
+        # but not forever: a run that reports no progress gets the cluster-ready clock.
+        while not self._aligned and self.elapsed() < ALIGN_WAIT_S:
+            if self._stop.wait(0.05):
                 return
+        for step in plan_steps(self.faults):
+            # Short waits: the clock may be re-based when the run starts (align_to_run).
+            while (wait := step.at_s - self.elapsed()) > 0:
+                if self._stop.wait(min(wait, 0.05)):
+                    return
             if self._stop.is_set():
                 return
             self._do(step)

@@ -7,7 +7,9 @@ A spec is space-separated ``key=value`` words, one of them the action::
     kill=node:3 at=5s                # SIGKILL node 3 (with for=: start it again after)
     restart=node:3 at=5s             # stop node 3 politely and start it again
 
-``at`` counts from the moment the cluster is ready for the run (default 0); durations take
+``at`` counts from the start of the run (of the first run, for compare-modes and sweep;
+from the moment the cluster is ready when no run reports progress within 60 s;
+default 0); durations take
 ``ms``, ``s`` or ``m`` (a bare number is seconds). The target is ``node:N`` (a node id,
 1-based) or ``leader:P`` (the node leading partition P of the run's topic when the fault
 starts). Parsing is pure; which broker supports which action is ``check_supported``.

@@ -4,7 +4,8 @@ message back (assign + fetch) from the partition it was acknowledged on.
 The cluster is the embedded lab (3 Tansu brokers behind the facade; there each backend
 must also hold exactly the partitions its node leads, and kbatch's per-broker request
 counts must equal the facade's per-node counts), and real Apache Kafka from
-docker-compose.yml when KBATCH_TEST_BROKER=docker (skipped otherwise, with the reason).
+docker-compose.yml wherever Docker and a Compose tool are (skipped otherwise, with the
+reason; a failure under CI=true).
 """
 
 from __future__ import annotations
