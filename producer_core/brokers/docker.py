@@ -314,6 +314,13 @@ class DockerKafkaCluster:
         wrapped.reload()
         return str(wrapped.status)
 
+    def all_running(self) -> bool:
+        """Whether every node's container runs (a lab stops when one does not)."""
+        try:
+            return all(self._status(i) == "running" for i in self.node_ids)
+        except Exception:  # noqa: BLE001 - a removed container is not running
+            return False
+
     def log_tail(self, node_id: int, lines: int = 25) -> str:
         try:
             text = self._wrapped(node_id).logs(tail=lines).decode("utf-8", "replace")

@@ -220,3 +220,9 @@ def build_base(name: str, mirror_suite: tuple[str, str], progress: Progress) -> 
 def _tail(proc: subprocess.CompletedProcess[bytes]) -> str:
     text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
     return "\n".join(text.splitlines()[-20:])
+
+
+if __name__ == "__main__":  # `python -m producer_core.brokers.docker_image`: .ci/run's step
+    import sys
+
+    print(build_image(lambda message: print(message, file=sys.stderr, flush=True)))
