@@ -235,12 +235,18 @@ class DockerKafkaCluster:
         try:
             self._progress(f"Starting Apache Kafka {self.version} in Docker ({self.nodes} "
                            f"node{'s' if self.nodes > 1 else ''}, image {self.image.name})...")
-            self._create_network()
-            ports = _free_ports(self.nodes)
-            for node_id, port in zip(self.node_ids, ports, strict=True):
-                self._ports[node_id] = port
-            for node_id in self.node_ids:
-                self._start_container(node_id)
+            try:
+                self._create_network()
+                ports = _free_ports(self.nodes)
+                for node_id, port in zip(self.node_ids, ports, strict=True):
+                    self._ports[node_id] = port
+                for node_id in self.node_ids:
+                    self._start_container(node_id)
+            except Exception as exc:  # docker-py's APIError and kin: say what Docker said
+                if isinstance(exc, BrokerError | UsageError):
+                    raise
+                raise BrokerError(f"Docker could not start the Kafka containers: "
+                                  f"{_first_line(exc)}") from exc
             self._wait_ready(self.node_ids, began + timeout_s)
         except BaseException:
             self.stop()

@@ -104,7 +104,12 @@ def _base_image_name(mirror_suite: tuple[str, str]) -> str:
 
 def _docker(*args: str, timeout: float = 600, input_bytes: bytes | None = None,
             ) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["docker", *args], capture_output=True, timeout=timeout,
+    docker = shutil.which("docker")
+    if docker is None:
+        raise UsageError("--broker docker builds and inspects images with the `docker` command, "
+                         "which is not on PATH. Install Docker (Debian: `apt-get install "
+                         "docker.io`) and check `docker info`.")
+    return subprocess.run([docker, *args], capture_output=True, timeout=timeout,
                           input=input_bytes, check=False)
 
 
