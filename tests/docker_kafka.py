@@ -87,9 +87,10 @@ def compose_image() -> str:
     return os.environ.get("KBATCH_KAFKA_IMAGE") or choose_image(None, print).name
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def docker_kafka() -> Iterator[str]:
-    """Bootstrap servers of a fresh 3-broker Apache Kafka cluster (torn down afterwards)."""
+    """Bootstrap servers of a fresh 3-broker Apache Kafka cluster, torn down at the end of
+    the module (three idle JVMs should not weigh on the rest of the suite)."""
     require_docker()
     command = compose_command()
     if command is None:
@@ -104,7 +105,7 @@ def docker_kafka() -> Iterator[str]:
     try:
         subprocess.run([*base, "up", "-d"], env=env, check=True, capture_output=True,
                        timeout=300)
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 360
         while True:  # every broker in the metadata
             try:
                 if asyncio.run(_brokers_seen(bootstrap)) == 3:
@@ -114,7 +115,7 @@ def docker_kafka() -> Iterator[str]:
             if time.monotonic() > deadline:
                 logs = subprocess.run([*base, "logs", "--tail", "20"], env=env,
                                       capture_output=True, text=True, check=False).stdout
-                raise RuntimeError(f"Kafka at {bootstrap} did not show 3 brokers in 240 s:\n"
+                raise RuntimeError(f"Kafka at {bootstrap} did not show 3 brokers in 360 s:\n"
                                    f"{logs}")
             time.sleep(1)
         yield bootstrap
