@@ -199,3 +199,12 @@ def test_pause_kill_and_restart_in_one_run_nothing_lost(tmp_path):
     assert pause["ended_s"] - pause["began_s"] == pytest.approx(2, abs=0.8)
     assert kill["ended_s"] - kill["began_s"] >= 3  # started again, after waiting to serve
     assert owned_by(pid) == ([], [])
+
+
+def test_an_image_that_cannot_be_had_is_refused_with_exit_2():
+    done = subprocess.run([*KBATCH, "produce", "--broker", "docker", "--duration", "1",
+                           "--kafka-image", "kbatch-test/no-such-kafka:0"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "--kafka-image kbatch-test/no-such-kafka:0 is not on this machine" in done.stderr
+    assert "Traceback" not in done.stderr
