@@ -51,6 +51,10 @@ CLIENT_PORT = 9092
 CONTROLLER_PORT = 9093
 INTERNAL_PORT = 9094
 DEFAULT_HEAP = "768m"
+#: docker-py's read timeout: a daemon on a loaded 2-core machine can take a minute to
+#: answer while three JVMs start (the default, 60 s, was seen to expire).
+DOCKER_TIMEOUT_S = 300
+_CLIENT_KW = {"timeout": DOCKER_TIMEOUT_S}
 TESTCONTAINERS_PIN = "testcontainers==4.15.0"
 #: As BASE_PROPERTIES of the JVM route (kafka.py): two cores on this machine.
 NODE_PROPERTIES = {
@@ -89,7 +93,7 @@ def docker_client() -> Any:
             "(needs a JDK) or the embedded Tansu broker (no --broker)."
         ) from exc
     try:
-        client = docker.from_env(timeout=30)
+        client = docker.from_env(timeout=DOCKER_TIMEOUT_S)
         client.ping()
     except Exception as exc:  # noqa: BLE001 - every failure here means: no usable engine
         installed = shutil.which("dockerd") is not None
@@ -242,12 +246,12 @@ class DockerKafkaCluster:
                     self._ports[node_id] = port
                 for node_id in self.node_ids:
                     self._start_container(node_id)
-            except Exception as exc:  # docker-py's APIError and kin: say what Docker said
+                self._wait_ready(self.node_ids, began + timeout_s)
+            except Exception as exc:  # docker-py's APIError, timeouts: say what Docker said
                 if isinstance(exc, BrokerError | UsageError):
                     raise
                 raise BrokerError(f"Docker could not start the Kafka containers: "
                                   f"{_first_line(exc)}") from exc
-            self._wait_ready(self.node_ids, began + timeout_s)
         except BaseException:
             self.stop()
             raise
@@ -260,7 +264,8 @@ class DockerKafkaCluster:
     def _create_network(self) -> None:
         from testcontainers.core.network import Network
 
-        network = Network(docker_network_kw={"driver": "bridge", "labels": self._labels()})
+        network = Network(docker_client_kw=_CLIENT_KW,
+                          docker_network_kw={"driver": "bridge", "labels": self._labels()})
         network.name = self.network_name
         self._network = network.create()
 
@@ -297,7 +302,7 @@ class DockerKafkaCluster:
         from testcontainers.core.container import DockerContainer
 
         assert self.image is not None
-        container = (DockerContainer(self.image.name)
+        container = (DockerContainer(self.image.name, docker_client_kw=_CLIENT_KW)
                      .with_name(self.container_name(node_id))
                      .with_network(self._network)
                      .with_network_aliases(f"kafka-{node_id}")
@@ -338,7 +343,10 @@ class DockerKafkaCluster:
         waiting = list(node_ids)
         while waiting:
             for node_id in list(waiting):
-                status = self._status(node_id)
+                try:
+                    status = self._status(node_id)
+                except Exception as exc:  # noqa: BLE001 - a slow daemon: ask again
+                    status = f"unknown ({_first_line(exc)})"
                 if status in ("exited", "dead"):
                     raise BrokerError(
                         f"Kafka container {self.container_name(node_id)} exited during start. "

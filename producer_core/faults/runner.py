@@ -1,7 +1,8 @@
 """Carry out ``--fault`` specs against a running cluster, on a timer, and keep the record.
 
 The plan (``plan_steps``) is pure: every fault's begin, and its end when it has ``for=``,
-in time order. ``FaultRunner`` walks it on a thread from the moment the cluster is ready:
+in time order. ``FaultRunner`` walks each fault's steps on a thread of its own (a node
+that takes a minute to restart holds back no other fault), counting from the run's start:
 it finds the node (``leader:P`` asks the cluster's metadata when the fault begins), acts
 through ``nodes`` (a ``FaultableNodes``: Docker containers or Kafka JVMs), and records when
 each fault began and ended. Closing it cancels what has not begun and undoes what is still
@@ -117,8 +118,8 @@ class FaultRunner:
         self._clock = clock
         self._log = log or (lambda _message: None)
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._locks = [threading.Lock() for _ in faults]
         self.started: float | None = None
         self._aligned = False
 
@@ -126,10 +127,15 @@ class FaultRunner:
         global _CURRENT
         self.started = self._clock()
         _CURRENT = self
-        if self.faults:
-            self._thread = threading.Thread(target=self._walk, name="kbatch-faults",
-                                            daemon=True)
-            self._thread.start()
+        # One thread per fault: a node that takes a minute to start again must not hold
+        # back another fault's schedule.
+        steps = plan_steps(self.faults)
+        for index in range(len(self.faults)):
+            own = [step for step in steps if step.index == index]
+            thread = threading.Thread(target=self._walk, args=(own,), daemon=True,
+                                      name=f"kbatch-fault-{index + 1}")
+            self._threads.append(thread)
+            thread.start()
         return self
 
     def align_to_run(self, run_elapsed_s: float) -> None:
@@ -146,13 +152,13 @@ class FaultRunner:
     def elapsed(self) -> float:
         return 0.0 if self.started is None else self._clock() - self.started
 
-    def _walk(self) -> None:
+    def _walk(self, steps: list[Step]) -> None:
         # Wait for the run to start (topic creation can take seconds on a loaded machine),
         # but not forever: a run that reports no progress gets the cluster-ready clock.
         while not self._aligned and self.elapsed() < ALIGN_WAIT_S:
             if self._stop.wait(0.05):
                 return
-        for step in plan_steps(self.faults):
+        for step in steps:
             # Short waits: the clock may be re-based when the run starts (align_to_run).
             while (wait := step.at_s - self.elapsed()) > 0:
                 if self._stop.wait(min(wait, 0.05)):
@@ -165,7 +171,7 @@ class FaultRunner:
         record = self.records[step.index]
         spec = record.spec
         begin_name, end_name = OPERATIONS[spec.action]
-        with self._lock:
+        with self._locks[step.index]:  # this fault's begin, end and undo never overlap
             try:
                 if step.begin:
                     record.node = self._node_of(spec)
@@ -201,11 +207,13 @@ class FaultRunner:
         """Cancel what has not begun; undo what is still active."""
         global _CURRENT
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=120)
-        with self._lock:
-            for record in self.records:
+        for thread in self._threads:
+            thread.join(timeout=120)
+        for record, lock in zip(self.records, self._locks, strict=True):
+            with lock:
                 end_name = OPERATIONS[record.spec.action][1]
+                if record.began_s is None and record.error is None:
+                    record.error = "not begun: the run ended before its time came"
                 if record._active and end_name is not None and record.node is not None:
                     try:
                         getattr(self.nodes, end_name)(record.node)

@@ -142,3 +142,12 @@ def test_the_schedule_counts_from_the_run_start_once_known():
     assert runner.elapsed() == pytest.approx(0.5)
     runner.align_to_run(0.0)  # only the first report counts
     assert runner.elapsed() == pytest.approx(0.5)
+
+
+def test_a_fault_whose_time_never_came_says_so():
+    runner = FaultRunner(parse_faults(["at=100s kill=node:1"]), FakeNodes(), clock=Clock())
+    runner.start()
+    runner.close()
+    (record,) = runner.report()
+    assert record["began_s"] is None and record["node"] is None
+    assert record["error"] == "not begun: the run ended before its time came"
