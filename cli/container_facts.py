@@ -39,8 +39,12 @@ def fault_note(row: dict[str, Any]) -> str:
     runner = current()
     if runner is None:
         return ""
-    now = runner.elapsed()
-    labels = runner.during(now - (row["end_s"] - row["start_s"]), now)
+    if runner.aligned:  # the runner counts from the run's start, as the rows do
+        start, end = row["start_s"], row["end_s"]
+    else:  # the interval that just ended, on the runner's clock
+        end = runner.elapsed()
+        start = end - (row["end_s"] - row["start_s"])
+    labels = runner.during(start, end)
     return f"  FAULT: {'; '.join(labels)}" if labels else ""
 
 

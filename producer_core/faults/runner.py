@@ -234,13 +234,18 @@ class FaultRunner:
     def report(self) -> list[dict[str, Any]]:
         return [record.to_dict() for record in self.records]
 
+    @property
+    def aligned(self) -> bool:
+        """Whether the clock counts from the run's start (see align_to_run)."""
+        return self._aligned
+
     def during(self, start_s: float, end_s: float) -> list[str]:
-        """Faults active at any moment of [start_s, end_s] (runner seconds), as labels."""
+        """Faults active during some of (start_s, end_s) (runner seconds), as labels."""
         labels = []
         for record in self.records:
-            if record.began_s is None or record.began_s > end_s:
+            if record.began_s is None or record.began_s >= end_s:
                 continue
-            if record.ended_s is not None and record.ended_s < start_s:
+            if record.ended_s is not None and record.ended_s <= start_s:
                 continue
             labels.append(record.label())
         return labels

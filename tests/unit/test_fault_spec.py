@@ -151,3 +151,22 @@ def test_a_fault_whose_time_never_came_says_so():
     (record,) = runner.report()
     assert record["began_s"] is None and record["node"] is None
     assert record["error"] == "not begun: the run ended before its time came"
+
+
+def test_interval_lines_name_the_faults_active_in_their_own_interval(monkeypatch):
+    from cli.container_facts import fault_note
+    from producer_core.faults import runner as runner_module
+
+    clock = Clock()
+    runner = FaultRunner(parse_faults(["at=5s isolate=node:2 for=8s"]), FakeNodes(),
+                         clock=clock)
+    runner.started = 100.0
+    runner.align_to_run(0.0)
+    clock.now = 105.003
+    runner._do(plan_steps(runner.faults)[0])
+    clock.now = 105.05  # the 4-5 s line is printed a little after 5 s
+    monkeypatch.setattr(runner_module, "_CURRENT", runner)
+    assert fault_note({"start_s": 4.0, "end_s": 5.0}) == ""
+    assert fault_note({"start_s": 5.0, "end_s": 6.0}) == "  FAULT: isolate node 2"
+    monkeypatch.setattr(runner_module, "_CURRENT", None)
+    assert fault_note({"start_s": 5.0, "end_s": 6.0}) == ""
