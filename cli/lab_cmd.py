@@ -64,6 +64,9 @@ def lab() -> None:
               help="Node k listens on BASE_PORT + k - 1. Default: free ports the OS picks. "
                    "Tansu only.")
 @broker_options
+@click.option("--kafka-image", default=None, metavar="IMAGE",
+              help="With --broker docker: the container image (default apache/kafka at "
+                   "kbatch's Kafka version, else kbatch's own build).")
 @click.option("--security", type=click.Choice(["PLAINTEXT", *LAB_PROTOCOLS],
                                               case_sensitive=False),
               default="PLAINTEXT", show_default=True,
@@ -73,7 +76,7 @@ def lab() -> None:
                    "to the lab state, for --command-config.")
 @friendly_errors
 def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, broker: str,
-       kafka_home: str | None, security: str) -> None:
+       kafka_home: str | None, security: str, kafka_image: str | None = None) -> None:
     """Start a lab in the foreground; print its bootstrap servers on stdout.
 
     With --broker kafka the lab is real Apache Kafka: --brokers 1 or 3 KRaft nodes on their
@@ -84,6 +87,8 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, bro
     if broker == "kafka" and base_port is not None:
         raise UsageError("--base-port applies to the Tansu lab; with --broker kafka every "
                          "node gets free ports the OS picks.")
+    if kafka_image is not None and broker != "docker":
+        raise UsageError("--kafka-image applies with --broker docker only.")
     security = security.upper()
     if security != "PLAINTEXT" and broker != "kafka":
         raise UsageError(f"--security {security} needs --broker kafka (the Tansu lab speaks "
@@ -101,6 +106,11 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, bro
     try:
         if broker == "kafka":
             _run_kafka_lab(brokers, rtt_ms, jitter_ms, kafka_home, security)
+            return
+        if broker == "docker":
+            from cli.lab_docker import serve_docker_lab
+
+            serve_docker_lab(brokers, rtt_ms, jitter_ms, kafka_image, base_port)
             return
         with Lab(brokers, rtt_ms, jitter_ms, base_port=base_port, facade="thread") as running:
             nodes = TansuNodes(running)
@@ -257,7 +267,8 @@ def status() -> None:
     """
     document = _running_lab()
     click.echo(document["bootstrap"])
-    kind = "Apache Kafka" if document.get("broker") == "kafka" else "Tansu"
+    kind = {"kafka": "Apache Kafka", "docker": "Apache Kafka (Docker)"}.get(
+        document.get("broker", ""), "Tansu")
     console.print(f"pid {document['pid']}, {document['brokers']} {kind} brokers, round trip "
                   f"{document['rtt_ms']:g} ms ± {document['jitter_ms']:g} ms.")
     marker = backend_marker(document)

@@ -19,9 +19,11 @@ from cli.capacity_cmd import capacity
 from cli.client_opts import client_inputs, client_options, finish_settings
 from cli.consume_opts import check_consume, consume_options, consuming
 from cli.consume_render import consumers_tables
+from cli.container_facts import add_container_facts, aim_faults
 from cli.dashboard import dashboard_option, dashboard_warn, finish_dashboard, open_dashboard
 from cli.errors import friendly_errors
 from cli.gate_cmd import gate
+from cli.image_cmd import image
 from cli.lab_cmd import lab
 from cli.options import (
     lab_options,
@@ -211,6 +213,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     with StopOnSignal() as stopper:
         with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
             announce_start(target)
+            aim_faults(target, workload)
             console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                           f"mode {mode}{runner.description}.")
             run, stop = engine_call(engine_run, verify, stopper, consume)
@@ -226,6 +229,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             payload["complete"] = False
         add_facts(payload, target.embedded, implementation=target.implementation,
                   version=target.version)
+        add_container_facts(payload, target)
         out.print(summary_table(payload))
         if len(payload.get("topics", {})) > 1:
             out.print(topics_table(payload))
@@ -348,6 +352,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
             runner.open() as engine_run, stack, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         announce_start(target)
+        aim_faults(target, workload)
         console.print(f"Comparing {', '.join(modes)} on {target.description}"
                       f"{runner.description}.")
         run, stop = engine_call(engine_run, verify, stopper, consume)
@@ -361,6 +366,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
             document["complete"] = False
         add_facts(document, target.embedded, target.description,
                   implementation=target.implementation, version=target.version)
+        add_container_facts(document, target)
         out.print(comparison_table(document))
         for note in broker_cost_notes(document["runs"]):
             console.print(note)
@@ -394,6 +400,7 @@ cli.add_command(analyze)
 cli.add_command(sweep)
 cli.add_command(perf_test)
 cli.add_command(capacity)
+cli.add_command(image)
 
 
 def main() -> None:

@@ -133,12 +133,14 @@ def workload_from_flags(
     )
 
 
-LAB_FLAGS = ("brokers", "rtt_ms", "jitter_ms", "broker", "kafka_home")
+LAB_FLAGS = ("brokers", "rtt_ms", "jitter_ms", "broker", "kafka_home", "kafka_image", "faults")
 
 BROKER_HELP = ("Broker to start for the run when no --bootstrap-servers is given: 'tansu' = the "
                "embedded Tansu broker (no set-up); 'kafka' = real Apache Kafka "
                f"{KAFKA_VERSION} (KRaft) on 127.0.0.1, from --kafka-home / KAFKA_HOME or "
-               "fetched once with Maven; needs Java 17+. See docs/guides/real-kafka.md.")
+               "fetched once with Maven; needs Java 17+. See docs/guides/real-kafka.md. "
+               "'docker' = Apache Kafka in containers (needs Docker; see "
+               "docs/guides/containers.md).")
 KAFKA_HOME_HELP = ("An unpacked Apache Kafka distribution to run with --broker kafka (default: "
                    "$KAFKA_HOME, else jars fetched with Maven into ~/.cache/kbatch).")
 
@@ -175,7 +177,25 @@ def lab_options(func: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for option in reversed(options):
         func = option(func)
-    return broker_options(func)
+    return broker_options(container_options(func))
+
+
+def container_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--kafka-image IMAGE --fault SPEC...`: the image of --broker docker, and faults."""
+    options = [
+        click.option("--kafka-image", default=None, metavar="IMAGE",
+                     help=f"Container image of --broker docker (default apache/kafka:"
+                          f"{KAFKA_VERSION}; where it cannot be pulled, kbatch builds its "
+                          "own, see `kbatch image build`)."),
+        click.option("--fault", "faults", multiple=True, metavar="SPEC",
+                     help="A fault during the run, e.g. 'at=10s isolate=leader:0 for=8s', "
+                          "'at=5s pause=node:2 for=3s', 'kill=node:3', 'restart=node:3' "
+                          "(isolate: --broker docker only; pause, kill, restart: also "
+                          "--broker kafka). Repeatable. See docs/guides/containers.md."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
 
 def lab_shape(flags: dict[str, Any]) -> dict[str, Any]:

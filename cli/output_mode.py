@@ -24,6 +24,7 @@ from rich.live import Live
 from rich.text import Text
 
 from cli.consume_render import interval_suffix
+from cli.container_facts import align_faults, fault_note
 from cli.render import console, out
 from producer_core.engine import Progress
 from producer_core.intervals import DEFAULT_INTERVAL_S
@@ -131,6 +132,7 @@ class ProgressSink:
     def __call__(self, progress: Progress) -> None:
         if self.dashboard is not None:
             self.dashboard[0].progress(self.dashboard[1], progress)
+        align_faults(progress.elapsed_s)
         if self.live is not None:
             text = progress_text(self.label, progress)
             self.live.update(Text(text))
@@ -140,7 +142,7 @@ class ProgressSink:
             self.dashboard[0].interval(self.dashboard[1], row)
         if not self.print_intervals:
             return
-        line = interval_line(self.label, row)
+        line = interval_line(self.label, row) + fault_note(row)
         if self.live is not None:  # above the live view: it stays in the scrollback
             self.live.console.print(Text(line), soft_wrap=True)
         else:

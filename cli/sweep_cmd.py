@@ -337,7 +337,8 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         stack.enter_context(sigterm_as_interrupt())  # SIGTERM unwinds like Ctrl-C: 143
         sweeper = SweepRunner(plan, out_dir, target.bootstrap,
                               on_its_broker(run) if on_its_broker else run, target.description,
-                              target.embedded, execute=spark)
+                              target.embedded, execute=spark,
+                              implementation=target.implementation, version=target.version)
         total = len(cells) * repeats
         console.print(f"Sweeping {len(cells)} cells × {repeats} repeat"
                       f"{'s' if repeats > 1 else ''} = {total} runs on {target.description}"

@@ -148,6 +148,8 @@ class SweepRunner:
     run_one: Callable[..., Any]
     broker: str = ""
     embedded: bool = True
+    implementation: str | None = None  # the BrokerTarget's, e.g. kafka or docker
+    version: str | None = None
     on_start: Callable[[Cell, int, int, int], Any] | None = None
     on_end: Callable[[Cell, int, str | None, float], None] | None = None
     execute: Callable[[SweepRunner, list[tuple[Cell, int]]], Iterator[Outcome]] | None = None
@@ -158,7 +160,8 @@ class SweepRunner:
     def write(self) -> dict[str, Any]:
         document = build_document(self.plan, self.runs, self.errors)
         document["broker"] = self.broker
-        add_facts(document, self.embedded, self.broker)
+        add_facts(document, self.embedded, self.broker, implementation=self.implementation,
+                  version=self.version)
         write_document(self.out_dir, document)
         return document
 

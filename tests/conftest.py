@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from producer_core.brokers.embedded import EmbeddedBroker
-from tests.docker_kafka import docker_kafka  # noqa: F401 - fixture, KBATCH_TEST_BROKER=docker
+from tests.docker_kafka import docker_kafka  # noqa: F401 - fixture (Compose)
 from tests.kafka_fixtures import broker_bootstrap, kafka_cluster  # noqa: F401 - fixtures
 from tests.wire_proxy import CountingProxy
 

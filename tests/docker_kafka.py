@@ -1,55 +1,63 @@
-"""Real Apache Kafka for the integration suite: the top-level docker-compose.yml (3 brokers,
-KRaft), started with testcontainers when ``KBATCH_TEST_BROKER=docker``.
+"""Real Apache Kafka for the integration suite from the top-level docker-compose.yml
+(3 brokers, KRaft), started with the Compose tool on free ports.
 
-Without that variable, or without testcontainers or a reachable Docker engine, tests that
-ask for the ``docker_kafka`` fixture are skipped and the reason says which was missing.
+It runs wherever a Docker engine and a Compose tool are; elsewhere tests that ask for the
+``docker_kafka`` fixture are skipped with the reason (failed under CI=true, see
+``tests.container_support``). The image is ``$KBATCH_KAFKA_IMAGE``, else apache/kafka at
+kbatch's pinned version when present, else kbatch's own build (``kbatch image build``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import socket
+import subprocess
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from tests.container_support import compose_command, require_docker
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
-ENV_VAR = "KBATCH_TEST_BROKER"
+PORT_VARIABLES = ("KBATCH_COMPOSE_PORT_1", "KBATCH_COMPOSE_PORT_2", "KBATCH_COMPOSE_PORT_3")
+_VARIABLE = re.compile(r"\$\{([A-Z0-9_]+):-([^}]*)\}")
 
 
-def compose_bootstrap(path: Path = COMPOSE_FILE) -> str:
+def expand(text: str, env: Mapping[str, str] | None = None) -> str:
+    """Compose's ``${NAME:-default}`` interpolation (the only form the file uses)."""
+    env = os.environ if env is None else env
+    return _VARIABLE.sub(lambda m: env.get(m.group(1)) or m.group(2), text)
+
+
+def compose_bootstrap(path: Path = COMPOSE_FILE, env: Mapping[str, str] | None = None) -> str:
     """``host:port,...`` of the EXTERNAL listener every service of the compose file advertises."""
     import yaml
 
     services = yaml.safe_load(path.read_text())["services"]
     addresses = []
     for service in services.values():
-        for listener in service["environment"]["KAFKA_ADVERTISED_LISTENERS"].split(","):
+        advertised = expand(service["environment"]["KAFKA_ADVERTISED_LISTENERS"], env)
+        for listener in advertised.split(","):
             name, _, address = listener.partition("://")
             if name == "EXTERNAL":
                 addresses.append(address)
     return ",".join(addresses)
 
 
-def docker_skip_reason() -> str | None:
-    """Why real Kafka cannot run here, or None when it can."""
-    if os.environ.get(ENV_VAR) != "docker":
-        return (f"real Apache Kafka runs only with {ENV_VAR}=docker and a Docker engine "
-                "(the default broker is the embedded Tansu)")
-    try:
-        import docker
-        from testcontainers.compose import DockerCompose  # noqa: F401
-    except ImportError:
-        return (f"{ENV_VAR}=docker, but testcontainers is not installed "
-                "(pip install -e '.[test,docker]')")
-    try:
-        docker.from_env().ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means: no usable engine
-        return f"{ENV_VAR}=docker, but no Docker engine is reachable ({exc})"
-    return None
+def compose_skip_reason() -> str | None:
+    from tests.container_support import docker_unavailable_reason
+
+    reason = docker_unavailable_reason()
+    if reason is None and compose_command() is None:
+        reason = ("no Compose tool: neither the `docker compose` plugin nor `docker-compose` "
+                  "(Debian: apt-get install docker-compose)")
+    return reason
 
 
 async def _brokers_seen(bootstrap: str) -> int:
@@ -62,24 +70,55 @@ async def _brokers_seen(bootstrap: str) -> int:
         await cluster.close()
 
 
-@pytest.fixture(scope="session")
-def docker_kafka() -> Iterator[str]:
-    """Bootstrap servers of a fresh 3-broker Apache Kafka cluster (torn down afterwards)."""
-    reason = docker_skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    from testcontainers.compose import DockerCompose
+def _free_ports(count: int) -> list[int]:
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
 
-    bootstrap = compose_bootstrap()
-    with DockerCompose(ROOT, compose_file_name=COMPOSE_FILE.name, wait=True):
-        deadline = time.monotonic() + 120
-        while True:  # healthy containers; wait until every broker is in the metadata too
+
+def compose_image() -> str:
+    from producer_core.brokers.docker_image import choose_image
+
+    return os.environ.get("KBATCH_KAFKA_IMAGE") or choose_image(None, print).name
+
+
+@pytest.fixture(scope="module")
+def docker_kafka() -> Iterator[str]:
+    """Bootstrap servers of a fresh 3-broker Apache Kafka cluster, torn down at the end of
+    the module (three idle JVMs should not weigh on the rest of the suite)."""
+    require_docker()
+    command = compose_command()
+    if command is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but {compose_skip_reason()}")
+        pytest.skip(compose_skip_reason())
+    env = dict(os.environ, KBATCH_KAFKA_IMAGE=compose_image())
+    env.update(zip(PORT_VARIABLES, map(str, _free_ports(3)), strict=True))
+    project = f"kbatch-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    base = [*command, "-f", str(COMPOSE_FILE), "-p", project]
+    bootstrap = compose_bootstrap(env=env)
+    try:
+        subprocess.run([*base, "up", "-d"], env=env, check=True, capture_output=True,
+                       timeout=300)
+        deadline = time.monotonic() + 360
+        while True:  # every broker in the metadata
             try:
                 if asyncio.run(_brokers_seen(bootstrap)) == 3:
                     break
             except Exception:  # noqa: BLE001 - still starting
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"Kafka at {bootstrap} did not show 3 brokers in 120 s")
+                logs = subprocess.run([*base, "logs", "--tail", "20"], env=env,
+                                      capture_output=True, text=True, check=False).stdout
+                raise RuntimeError(f"Kafka at {bootstrap} did not show 3 brokers in 360 s:\n"
+                                   f"{logs}")
             time.sleep(1)
         yield bootstrap
+    finally:
+        subprocess.run([*base, "down", "-v", "--remove-orphans", "-t", "5"], env=env,
+                       capture_output=True, timeout=300, check=False)

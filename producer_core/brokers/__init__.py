@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from producer_core.errors import UsageError
 
 #: The broker implementations kbatch can start itself (``--broker``); tansu is the default.
-BROKERS = ("tansu", "kafka")
+BROKERS = ("tansu", "kafka", "docker")
 KAFKA_NODE_COUNTS = (1, 3)
 
 
@@ -49,6 +50,8 @@ class BrokerTarget:
     started_in_s: float | None = None
     processes: Callable[[], BrokerProcesses] | None = None
     """The broker processes as they are now (None: kbatch started none)."""
+    image: str | None = None  # --broker docker: the container image that ran
+    faults: Any = None  # a producer_core.faults.runner.FaultRunner when --fault is given
 
 
 def validate_broker_choice(broker: str, bootstrap: str | None, brokers: int,
@@ -63,7 +66,8 @@ def validate_broker_choice(broker: str, bootstrap: str | None, brokers: int,
     if kafka_home and broker != "kafka":
         raise UsageError("--kafka-home says where Apache Kafka is installed; it only applies "
                          "with --broker kafka.")
-    if broker == "kafka" and brokers not in KAFKA_NODE_COUNTS:
+    if broker in ("kafka", "docker") and brokers not in KAFKA_NODE_COUNTS:
         raise UsageError(
-            f"--brokers {brokers} with --broker kafka: kbatch starts a Kafka cluster of 1 node "
-            "or of 3 (3 = a real controller quorum, with leaders spread over three brokers).")
+            f"--brokers {brokers} with --broker {broker}: kbatch starts a Kafka cluster of 1 "
+            "node or of 3 (3 = a real controller quorum, with leaders spread over three "
+            "brokers).")

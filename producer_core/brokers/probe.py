@@ -44,3 +44,27 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
             raise ConnectionError("connection closed mid-response")
         chunks += chunk
     return bytes(chunks)
+
+
+def partition_leaders(host: str, port: int, timeout_s: float = 5.0
+                      ) -> dict[str, dict[int, int]] | None:
+    """topic -> partition -> leader node id, for every topic host:port knows (Metadata v4
+    with a null topic list); None when nothing valid answers."""
+    from aiokafka.protocol.metadata import MetadataRequest
+
+    request = MetadataRequest(None).prepare({MetadataRequest.API_KEY: (4, 4)})
+    header = request.build_request_header(correlation_id=2, client_id="kbatch-probe")
+    payload = header.encode() + request.encode()
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.settimeout(timeout_s)
+            sock.sendall(struct.pack(">i", len(payload)) + payload)
+            (size,) = struct.unpack(">i", recv_exact(sock, 4))
+            body = io.BytesIO(recv_exact(sock, size))
+        if request.parse_response_header(body).correlation_id != 2:
+            return None
+        topics = request.RESPONSE_TYPE.decode(body).to_object()["topics"]
+    except Exception:  # noqa: BLE001 - any failure means "no answer"
+        return None
+    return {t["topic"]: {p["partition"]: p["leader"] for p in t["partitions"]}
+            for t in topics if t["error_code"] == 0}

@@ -22,12 +22,17 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from producer_core.brokers.kafka_dist import KAFKA_VERSION, cache_root, fetch_jars, find_java
+from producer_core.brokers.kafka_dist import (
+    KAFKA_CLIENTS_VERSION,
+    cache_root,
+    fetch_jars,
+    find_java,
+)
 from producer_core.errors import BrokerError, UsageError
 
 MAIN_CLASS = "KbatchProducerDriver"
 CLIENT_DEPS = [
-    f"org.apache.kafka:kafka-clients:{KAFKA_VERSION}",
+    f"org.apache.kafka:kafka-clients:{KAFKA_CLIENTS_VERSION}",
     "org.hdrhistogram:HdrHistogram:2.2.2",
     "org.slf4j:slf4j-nop:1.7.36",
 ]
@@ -57,7 +62,8 @@ def _missing(what: str) -> JavaUnavailable:
         f"Mode kafka-java runs Apache Kafka's Java producer and needs {what}. Install a "
         "JDK 17 or newer (e.g. `apt-get install openjdk-17-jdk-headless`, which brings both "
         "`java` and `javac`) or point JAVA_HOME at one, and Maven (`apt-get install maven`): "
-        f"kbatch then downloads kafka-clients {KAFKA_VERSION} from Maven Central once, into "
+        f"kbatch then downloads kafka-clients {KAFKA_CLIENTS_VERSION} from Maven Central once, "
+        "into "
         f"{cache_root()}, and compiles its small driver there. Modes java (the emulation) "
         "and librdkafka need neither."
     )
@@ -78,12 +84,13 @@ def source_text() -> str:
 
 def client_libs(progress: Callable[[str], None]) -> Path:
     """The client's jars in the per-user cache, fetched with Maven the first time."""
-    libs = cache_root() / f"kafka-clients-{KAFKA_VERSION}" / "libs"
+    libs = cache_root() / f"kafka-clients-{KAFKA_CLIENTS_VERSION}" / "libs"
     if not libs.is_dir():
         if shutil.which("mvn") is None:
             raise _missing("Maven (`mvn` is not on PATH) to download kafka-clients once")
-        fetch_jars(libs.parent, progress, CLIENT_DEPS, f"kafka-clients-{KAFKA_VERSION}.jar",
-                   f"kafka-clients {KAFKA_VERSION} and HdrHistogram jars (about 20 MB)")
+        fetch_jars(libs.parent, progress, CLIENT_DEPS,
+                   f"kafka-clients-{KAFKA_CLIENTS_VERSION}.jar",
+                   f"kafka-clients {KAFKA_CLIENTS_VERSION} and HdrHistogram jars (about 20 MB)")
     return libs
 
 

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
-from producer_core.brokers import BrokerTarget, broker_target
+from producer_core.brokers import BrokerTarget
+from producer_core.brokers.target import broker_target
 from producer_core.config import build_settings
 from producer_core.engine import run
 from producer_core.measure.cost_run import measured

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from producer_core.brokers.kafka import DIR_PREFIX, KafkaCluster, sweep_stale_dirs
+from producer_core.brokers.kafka_dist import KAFKA_VERSION
 from producer_core.config import build_settings
 from producer_core.engine import Delivery, run
 from producer_core.transport import Cluster
@@ -61,7 +62,7 @@ async def _leaders(bootstrap: str, topic: str, partitions: int) -> list[int]:
 
 def test_three_nodes_lead_partitions_and_every_acked_message_reads_back(kafka_cluster):
     assert kafka_cluster.nodes == 3 and len(kafka_cluster.node_pids) == 3
-    assert kafka_cluster.version == "4.3.1"
+    assert kafka_cluster.version == KAFKA_VERSION == "4.4.0"
     topic = fresh_topic("spread")
     leaders = asyncio.run(_leaders(kafka_cluster.bootstrap, topic, 12))
     assert set(leaders) == {1, 2, 3}, f"leaders not spread: {leaders}"

@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 
 from producer_core.brokers.embedded import EmbeddedBroker
+from producer_core.brokers.kafka_dist import KAFKA_CLIENTS_VERSION
 from producer_core.compare import compare, parse_mode_configs
 from producer_core.config import build_settings
 from producer_core.engine import Delivery, run
@@ -253,10 +254,10 @@ def test_jars_are_fetched_and_the_driver_compiled_once_per_source(tmp_path, monk
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     messages: list[str] = []
     first = driver.prepare(progress=messages.append)
-    assert any("Fetching kafka-clients 4.3.1" in m for m in messages)
+    assert any(f"Fetching kafka-clients {KAFKA_CLIENTS_VERSION}" in m for m in messages)
     assert any("Compiling" in m for m in messages)
-    libs = tmp_path / "kbatch" / "kafka-clients-4.3.1" / "libs"
-    assert (libs / "kafka-clients-4.3.1.jar").is_file()
+    libs = tmp_path / "kbatch" / f"kafka-clients-{KAFKA_CLIENTS_VERSION}" / "libs"
+    assert (libs / f"kafka-clients-{KAFKA_CLIENTS_VERSION}.jar").is_file()
     assert any(libs.glob("HdrHistogram-*.jar"))
     messages.clear()
     assert driver.prepare(progress=messages.append) == first and messages == []  # cached

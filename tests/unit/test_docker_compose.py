@@ -1,6 +1,6 @@
 """docker-compose.yml runs what README promises: 3 Apache Kafka brokers in KRaft mode, a
-pinned official image, and listeners a client on the host can reach (checked by reading
-the file: no Docker engine runs where these tests run)."""
+pinned official image of kbatch's one Kafka version, and listeners a client on the host can
+reach (checked by reading the file; tests/integration/test_compose.py runs it)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import re
 import pytest
 import yaml
 
-from tests.docker_kafka import COMPOSE_FILE, ENV_VAR, compose_bootstrap, docker_skip_reason
+from producer_core.brokers.kafka_dist import KAFKA_VERSION
+from tests.docker_kafka import COMPOSE_FILE, compose_bootstrap, expand
 
 SERVICES = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
 
@@ -28,7 +29,16 @@ def test_three_brokers_of_a_pinned_official_image():
     images = {service["image"] for service in SERVICES.values()}
     assert len(images) == 1
     (image,) = images
-    assert re.fullmatch(r"apache/kafka:\d+\.\d+\.\d+", image), image  # no latest, no floating
+    # CI may name kbatch's own build; the default is the official image, pinned
+    match = re.fullmatch(r"\$\{KBATCH_KAFKA_IMAGE:-(apache/kafka:(\d+\.\d+\.\d+))\}", image)
+    assert match, image  # no latest, no floating
+    assert expand(image, {}) == match.group(1)
+    assert expand(image, {"KBATCH_KAFKA_IMAGE": "kbatch/kafka:x"}) == "kbatch/kafka:x"
+
+
+def test_the_compose_file_runs_kbatchs_one_kafka_version():
+    (image,) = {service["image"] for service in SERVICES.values()}
+    assert expand(image, {}) == f"apache/kafka:{KAFKA_VERSION}"
 
 
 def test_kraft_mode_with_a_three_voter_quorum():
@@ -56,16 +66,18 @@ def test_external_listeners_are_published_on_the_hosts_loopback_and_advertised_s
         protocol_map = dict(item.split(":") for item in e["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
                             .split(","))
         bound = listeners(e["KAFKA_LISTENERS"])
-        advertised = listeners(e["KAFKA_ADVERTISED_LISTENERS"])
+        advertised = listeners(expand(e["KAFKA_ADVERTISED_LISTENERS"], {}))
         assert set(bound) <= set(protocol_map) and set(advertised) <= set(bound)
         assert e["KAFKA_INTER_BROKER_LISTENER_NAME"] in advertised
         host, port = advertised["EXTERNAL"].rsplit(":", 1)
         container_port = bound["EXTERNAL"].rsplit(":", 1)[1]
         assert host == "127.0.0.1"
-        assert f"127.0.0.1:{port}:{container_port}" in service["ports"]
+        assert f"127.0.0.1:{port}:{container_port}" in [expand(p, {}) for p in service["ports"]]
         published.append(int(port))
     assert len(set(published)) == 3
-    assert compose_bootstrap() == ",".join(f"127.0.0.1:{p}" for p in published)
+    assert compose_bootstrap(env={}) == ",".join(f"127.0.0.1:{p}" for p in published)
+    moved = {f"KBATCH_COMPOSE_PORT_{i}": str(40000 + i) for i in (1, 2, 3)}
+    assert compose_bootstrap(env=moved) == "127.0.0.1:40001,127.0.0.1:40002,127.0.0.1:40003"
 
 
 def test_replicated_internal_topics_fit_three_brokers():
@@ -76,11 +88,14 @@ def test_replicated_internal_topics_fit_three_brokers():
             e["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"]) <= 3
 
 
-def test_docker_tests_say_why_they_are_skipped(monkeypatch):
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    assert f"{ENV_VAR}=docker" in docker_skip_reason()
-    monkeypatch.setenv(ENV_VAR, "docker")
-    reason = docker_skip_reason()
-    if reason is None:  # a Docker engine is here after all
-        pytest.skip("a Docker engine is reachable")
-    assert "testcontainers is not installed" in reason or "no Docker engine" in reason
+def test_container_tests_skip_with_the_reason_or_fail_under_ci(monkeypatch):
+    from tests import container_support
+
+    monkeypatch.setattr(container_support, "docker_unavailable_reason",
+                        lambda: "Docker is not installed")
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception, match="Docker is not installed"):
+        container_support.require_docker()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true but the container tests cannot"):
+        container_support.require_docker()

@@ -133,7 +133,7 @@ def test_node_configs_form_one_quorum_and_take_extra_listeners_and_properties(tm
         server_properties={"sasl.enabled.mechanisms": "PLAIN",
                            "log.dirs": "{data_dir}/custom",
                            "kbatch.test.port": "{port:SASL_PLAINTEXT}-{node_id}"},
-        dist=KafkaDist("java", tmp_path, "4.3.1", "test"))
+        dist=KafkaDist("java", tmp_path, "4.4.0", "test"))
     cluster._root = tmp_path
     cluster._plan()
     configs = {n: _properties(tmp_path / f"node-{n}" / "server.properties") for n in (1, 2, 3)}

@@ -1,0 +1,478 @@
+"""Real Apache Kafka in containers (``--broker docker``): 1 or 3 KRaft nodes.
+
+    with DockerKafkaCluster(nodes=3) as kafka:
+        run(workload, settings, mode, kafka.bootstrap)
+        kafka.isolate_node(2); kafka.heal_node(2)      # faults only containers give
+
+Each node is one container of the Kafka image (``docker_image``), started through
+testcontainers-python, on a bridge network of the run's own. Only the client listener
+(9092) is published, on 127.0.0.1 and a free port, and advertised as ``127.0.0.1:<port>``;
+controller (9093) and inter-broker (9094) traffic stays on the private network, where the
+nodes reach each other by alias (``kafka-<id>``).
+
+testcontainers' reaper (Ryuk) is an image pulled from a registry, which many machines
+cannot reach, so it is disabled and kbatch removes what it started itself: on every exit
+of the ``with`` (error, Ctrl-C, and SIGTERM, which ``docker_target`` turns into Ctrl-C),
+from an ``atexit`` hook, and, for a kbatch that was SIGKILLed, on the next start: every
+container and network carries the labels ``io.kbatch.managed`` and ``io.kbatch.owner-pid``,
+and those whose owner process is gone are removed (never those of a live kbatch).
+
+Isolating a node cuts it off from its peers while the client still reaches it: packet
+filters (iptables) in the node's own network namespace drop traffic from and to the
+other nodes' addresses on the run's network. Traffic to the published port arrives from
+the bridge's gateway, so it still passes. (Disconnecting the container from the network
+would take the published port with it: it is the only network the node has.)
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from producer_core.brokers.docker_image import ImageChoice, choose_image
+from producer_core.brokers.kafka import new_cluster_id
+from producer_core.brokers.probe import metadata_brokers
+from producer_core.errors import BrokerError, UsageError
+
+LABEL_MANAGED = "io.kbatch.managed"
+LABEL_OWNER = "io.kbatch.owner-pid"
+LABEL_RUN = "io.kbatch.run"
+CLIENT_PORT = 9092
+CONTROLLER_PORT = 9093
+INTERNAL_PORT = 9094
+DEFAULT_HEAP = "768m"
+#: docker-py's read timeout: a daemon on a loaded 2-core machine can take a minute to
+#: answer while three JVMs start (the default, 60 s, was seen to expire).
+DOCKER_TIMEOUT_S = 300
+_CLIENT_KW = {"timeout": DOCKER_TIMEOUT_S}
+TESTCONTAINERS_PIN = "testcontainers==4.15.0"
+#: As BASE_PROPERTIES of the JVM route (kafka.py): two cores on this machine.
+NODE_PROPERTIES = {
+    "num.network.threads": "2",
+    "num.io.threads": "4",
+    "num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "true",
+}
+
+_LIVE: weakref.WeakSet[DockerKafkaCluster] = weakref.WeakSet()
+
+
+@atexit.register
+def _remove_all_at_exit() -> None:
+    for cluster in list(_LIVE):
+        with contextlib.suppress(Exception):
+            cluster.stop()
+
+
+class DockerUnavailable(UsageError):
+    """No Docker engine to run containers (or no client library to talk to it)."""
+
+
+def docker_client() -> Any:
+    """A docker-py client whose daemon answers; DockerUnavailable (exit 2) otherwise."""
+    os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+    try:
+        import docker
+        import testcontainers  # noqa: F401 - the route runs its containers through it
+    except ImportError as exc:
+        raise DockerUnavailable(
+            f"--broker docker runs Kafka through testcontainers-python, which is not installed "
+            f"({exc.name} is missing). Install it with `pip install '{TESTCONTAINERS_PIN}'` "
+            "(or `pip install -e '.[test]'` in a clone of kbatch), or use --broker kafka "
+            "(needs a JDK) or the embedded Tansu broker (no --broker)."
+        ) from exc
+    try:
+        client = docker.from_env(timeout=DOCKER_TIMEOUT_S)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - every failure here means: no usable engine
+        installed = shutil.which("dockerd") is not None
+        what = ("the Docker daemon is not running or not reachable"
+                if installed else "Docker is not installed on this machine")
+        raise DockerUnavailable(
+            f"--broker docker needs a Docker engine, but {what} ({_first_line(exc)}). "
+            + ("Start it (`systemctl start docker`, or `dockerd &` as root) and check "
+               "`docker info`; a non-root user needs access to /var/run/docker.sock "
+               "(the docker group). " if installed else
+               "Install it (Debian/Ubuntu: `apt-get install docker.io`, then start "
+               "`dockerd`) and check `docker info`. ")
+            + "Or use --broker kafka (needs a JDK) or the embedded Tansu broker (no --broker)."
+        ) from exc
+    return client
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
+def sweep_stale(client: Any) -> list[str]:
+    """Remove containers and networks of kbatch processes that died without cleaning up."""
+    removed: list[str] = []
+    for container in client.containers.list(all=True, filters={"label": LABEL_MANAGED}):
+        if _owner_alive(container.labels):
+            continue
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+            removed.append(container.name)
+    for network in client.networks.list(filters={"label": LABEL_MANAGED}):
+        if _owner_alive(network.attrs.get("Labels") or {}):
+            continue
+        with contextlib.suppress(Exception):
+            network.remove()
+            removed.append(network.name)
+    return removed
+
+
+def _owner_alive(labels: Mapping[str, str]) -> bool:
+    try:
+        pid = int(labels.get(LABEL_OWNER, ""))
+    except ValueError:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _free_ports(count: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+class DockerKafkaCluster:
+    """Apache Kafka in ``nodes`` containers, clients on 127.0.0.1 published ports."""
+
+    host = "127.0.0.1"
+
+    def __init__(self, nodes: int = 1, *, image: str | None = None,
+                 progress: Callable[[str], None] | None = None,
+                 server_properties: Mapping[str, str] | None = None,
+                 heap: str = DEFAULT_HEAP) -> None:
+        if nodes not in (1, 3):
+            raise UsageError(
+                f"--brokers {nodes} with --broker docker: kbatch starts a Kafka cluster of 1 "
+                "node or of 3 (3 = a real controller quorum, with leaders spread over three "
+                "brokers).")
+        self.nodes = nodes
+        self.heap = heap
+        self._requested_image = image
+        self._progress = progress or (lambda _message: None)
+        self._properties = dict(server_properties or {})
+        self.image: ImageChoice | None = None
+        self.run_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.cluster_id = new_cluster_id()
+        self.start_time_s: float | None = None
+        self._client: Any = None
+        self._network: Any = None
+        self._containers: dict[int, Any] = {}  # node id -> testcontainers DockerContainer
+        self._ports: dict[int, int] = {}
+        self._isolated: set[int] = set()
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def node_ids(self) -> list[int]:
+        return list(range(1, self.nodes + 1))
+
+    @property
+    def version(self) -> str:
+        return self.image.kafka_version if self.image else "unknown"
+
+    @property
+    def network_name(self) -> str:
+        return f"kbatch-{self.run_id}"
+
+    @property
+    def bootstrap(self) -> str:
+        if not self._ports:
+            raise BrokerError("The Kafka containers are not running; call start() first.")
+        return ",".join(f"{self.host}:{port}" for port in self._ports.values())
+
+    def port(self, node_id: int) -> int:
+        return self._ports[node_id]
+
+    @property
+    def description(self) -> str:
+        kind = "broker" if self.nodes == 1 else "brokers"
+        image = self.image.name if self.image else "?"
+        return (f"Apache Kafka {self.version} in Docker ({self.nodes} KRaft {kind}, image "
+                f"{image}) at {self.bootstrap}")
+
+    def container_name(self, node_id: int) -> str:
+        return f"kbatch-{self.run_id}-kafka-{node_id}"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, timeout_s: float = 180.0) -> DockerKafkaCluster:
+        if self._containers:
+            return self
+        self._client = docker_client()
+        removed = sweep_stale(self._client)
+        if removed:
+            self._progress(f"Removed {len(removed)} container(s)/network(s) left by a kbatch "
+                           f"that was killed: {', '.join(removed)}.")
+        self.image = choose_image(self._requested_image, self._progress)
+        began = time.monotonic()
+        _LIVE.add(self)
+        try:
+            self._progress(f"Starting Apache Kafka {self.version} in Docker ({self.nodes} "
+                           f"node{'s' if self.nodes > 1 else ''}, image {self.image.name})...")
+            try:
+                self._create_network()
+                ports = _free_ports(self.nodes)
+                for node_id, port in zip(self.node_ids, ports, strict=True):
+                    self._ports[node_id] = port
+                for node_id in self.node_ids:
+                    self._start_container(node_id)
+                self._wait_ready(self.node_ids, began + timeout_s)
+            except Exception as exc:  # docker-py's APIError, timeouts: say what Docker said
+                if isinstance(exc, BrokerError | UsageError):
+                    raise
+                raise BrokerError(f"Docker could not start the Kafka containers: "
+                                  f"{_first_line(exc)}") from exc
+        except BaseException:
+            self.stop()
+            raise
+        self.start_time_s = time.monotonic() - began
+        return self
+
+    def _labels(self) -> dict[str, str]:
+        return {LABEL_MANAGED: "true", LABEL_OWNER: str(os.getpid()), LABEL_RUN: self.run_id}
+
+    def _create_network(self) -> None:
+        from testcontainers.core.network import Network
+
+        network = Network(docker_client_kw=_CLIENT_KW,
+                          docker_network_kw={"driver": "bridge", "labels": self._labels()})
+        network.name = self.network_name
+        self._network = network.create()
+
+    def _environment(self, node_id: int) -> dict[str, str]:
+        voters = ",".join(f"{i}@kafka-{i}:{CONTROLLER_PORT}" for i in self.node_ids)
+        replicas = str(self.nodes)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(node_id),
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "INTERNAL",
+            "listeners": (f"CLIENT://:{CLIENT_PORT},CONTROLLER://:{CONTROLLER_PORT},"
+                          f"INTERNAL://:{INTERNAL_PORT}"),
+            "advertised.listeners": (f"CLIENT://{self.host}:{self._ports[node_id]},"
+                                     f"INTERNAL://kafka-{node_id}:{INTERNAL_PORT}"),
+            "listener.security.protocol.map":
+                "CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT",
+            "log.dirs": "/var/lib/kafka/data",
+            "offsets.topic.replication.factor": replicas,
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": replicas,
+            "share.coordinator.state.topic.min.isr": "1",
+            **NODE_PROPERTIES,
+            **self._properties,
+        }
+        env = {property_variable(k): v for k, v in props.items()}
+        env["CLUSTER_ID"] = self.cluster_id
+        env["KAFKA_HEAP_OPTS"] = f"-Xmx{self.heap} -Xms{self.heap}"
+        return env
+
+    def _start_container(self, node_id: int) -> None:
+        from testcontainers.core.container import DockerContainer
+
+        assert self.image is not None
+        container = (DockerContainer(self.image.name, docker_client_kw=_CLIENT_KW)
+                     .with_name(self.container_name(node_id))
+                     .with_network(self._network)
+                     .with_network_aliases(f"kafka-{node_id}")
+                     .with_envs(**self._environment(node_id))
+                     .with_kwargs(labels=self._labels(), hostname=f"kafka-{node_id}"))
+        # Published on the host's loopback only (docker-py's (host ip, port) form).
+        container.ports[f"{CLIENT_PORT}/tcp"] = (self.host, self._ports[node_id])
+        self._containers[node_id] = container
+        container.start()
+
+    def _wrapped(self, node_id: int) -> Any:
+        container = self._containers.get(node_id)
+        if container is None or container._container is None:
+            raise BrokerError(f"No Kafka container for node {node_id}; the nodes are "
+                              f"{self.node_ids}.")
+        return container.get_wrapped_container()
+
+    def _status(self, node_id: int) -> str:
+        wrapped = self._wrapped(node_id)
+        wrapped.reload()
+        return str(wrapped.status)
+
+    def all_running(self) -> bool:
+        """Whether every node's container runs (a lab stops when one does not)."""
+        try:
+            return all(self._status(i) == "running" for i in self.node_ids)
+        except Exception:  # noqa: BLE001 - a removed container is not running
+            return False
+
+    def log_tail(self, node_id: int, lines: int = 25) -> str:
+        try:
+            text = self._wrapped(node_id).logs(tail=lines).decode("utf-8", "replace")
+        except Exception as exc:  # noqa: BLE001 - a log is a courtesy in an error message
+            return f"(no log: {_first_line(exc)})"
+        return text.rstrip() or "(log is empty)"
+
+    def _wait_ready(self, node_ids: list[int], deadline: float) -> None:
+        waiting = list(node_ids)
+        while waiting:
+            for node_id in list(waiting):
+                try:
+                    status = self._status(node_id)
+                except Exception as exc:  # noqa: BLE001 - a slow daemon: ask again
+                    status = f"unknown ({_first_line(exc)})"
+                if status in ("exited", "dead"):
+                    raise BrokerError(
+                        f"Kafka container {self.container_name(node_id)} exited during start. "
+                        f"Last lines of its log:\n{self.log_tail(node_id)}")
+                count = metadata_brokers(self.host, self._ports[node_id], 1.0, version=4)
+                if count is not None and count >= self.nodes:
+                    waiting.remove(node_id)
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise BrokerError(
+                    f"Kafka container(s) for node(s) {waiting} did not serve Metadata with all "
+                    f"{self.nodes} node(s) in time. Last lines of node {waiting[0]}'s log:\n"
+                    f"{self.log_tail(waiting[0])}")
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        """Remove every container and the network; idempotent, never raises."""
+        for container in list(self._containers.values()):
+            with contextlib.suppress(Exception):
+                if container._container is not None:
+                    container._container.remove(force=True, v=True)
+        self._containers = {}
+        self._ports = {}
+        if self._network is not None:
+            with contextlib.suppress(Exception):
+                self._network.remove()
+            self._network = None
+        if self._client is not None:
+            # Belt and braces: anything of this run that escaped (a half-created container).
+            with contextlib.suppress(Exception):
+                label = f"{LABEL_RUN}={self.run_id}"
+                for leftover in self._client.containers.list(all=True,
+                                                             filters={"label": label}):
+                    leftover.remove(force=True, v=True)
+                for net in self._client.networks.list(filters={"label": label}):
+                    net.remove()
+            with contextlib.suppress(Exception):
+                self._client.close()
+            self._client = None
+        _LIVE.discard(self)
+
+    def __enter__(self) -> DockerKafkaCluster:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ faults
+
+    def pause_node(self, node_id: int) -> None:
+        """Freeze every process of the node (cgroup freezer): sockets stay open, nothing
+        answers, like a stop-the-world pause."""
+        self._wrapped(node_id).pause()
+
+    def unpause_node(self, node_id: int) -> None:
+        self._wrapped(node_id).unpause()
+
+    def kill_node(self, node_id: int) -> None:
+        """SIGKILL the node's JVM; the container (and its data) stays for a restart."""
+        self._wrapped(node_id).kill()
+
+    def start_node(self, node_id: int, timeout_s: float = 90.0) -> None:
+        """Start a killed node again on the same data and port; wait until it serves."""
+        wrapped = self._wrapped(node_id)
+        wrapped.reload()
+        if wrapped.status == "paused":
+            wrapped.unpause()
+        elif wrapped.status != "running":
+            wrapped.start()
+        self._wait_ready([node_id], time.monotonic() + timeout_s)
+
+    def restart_node(self, node_id: int, timeout_s: float = 90.0) -> None:
+        """Stop the node politely (SIGTERM: controlled shutdown) and start it again."""
+        self._wrapped(node_id).restart(timeout=30)
+        self._wait_ready([node_id], time.monotonic() + timeout_s)
+
+    def leader_of(self, partition: int, topic_hint: str | None) -> int | None:
+        """The node leading ``partition`` of the run's topic, asked of a reachable node."""
+        from producer_core.faults.nodes import leader_of
+
+        reachable = [i for i in self.node_ids if i not in self._isolated]
+        return leader_of([(self.host, self._ports[i]) for i in reachable], partition,
+                         topic_hint)
+
+    def node_address(self, node_id: int) -> str:
+        """The node's IP address on the run's private network."""
+        wrapped = self._wrapped(node_id)
+        wrapped.reload()
+        return str(wrapped.attrs["NetworkSettings"]["Networks"][self.network_name]["IPAddress"])
+
+    def isolate_node(self, node_id: int) -> None:
+        """Cut the node off from its peers (both ways); its client port still answers."""
+        peers = [self.node_address(i) for i in self.node_ids if i != node_id]
+        rules = []
+        for address in peers:
+            rules += [["-I", "INPUT", "-s", address, "-j", "DROP"],
+                      ["-I", "OUTPUT", "-d", address, "-j", "DROP"]]
+        self._iptables(node_id, rules)
+        self._isolated.add(node_id)
+
+    def heal_node(self, node_id: int) -> None:
+        """Undo ``isolate_node``: flush the node's filter rules."""
+        self._iptables(node_id, [["-F", "INPUT"], ["-F", "OUTPUT"]])
+        self._isolated.discard(node_id)
+
+    def _iptables(self, node_id: int, rules: list[list[str]]) -> None:
+        """Run iptables in the node's network namespace (and only there), via nsenter."""
+        pid = int(self._wrapped(node_id).attrs["State"]["Pid"])
+        iptables = shutil.which("iptables") or "/usr/sbin/iptables"
+        nsenter = shutil.which("nsenter") or "/usr/bin/nsenter"
+        if not os.path.exists(iptables) or not os.path.exists(nsenter):
+            raise UsageError("Isolating a node needs iptables and nsenter on this machine "
+                             "(Debian: `apt-get install iptables util-linux`).")
+        for rule in rules:
+            proc = subprocess.run([nsenter, "-t", str(pid), "-n", iptables, "-w", *rule],
+                                  capture_output=True, text=True, timeout=30, check=False)
+            if proc.returncode != 0:
+                raise BrokerError(
+                    f"Could not change node {node_id}'s packet filter ({' '.join(rule)}): "
+                    f"{proc.stderr.strip() or proc.stdout.strip()} (nsenter needs root).")
+
+
+def property_variable(key: str) -> str:
+    """``node.id`` -> ``KAFKA_NODE_ID``: apache/kafka's convention (``_`` stands for ``.``,
+    ``__`` for ``_``, ``___`` for ``-``), which kbatch's own image follows too."""
+    return "KAFKA_" + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
+
