@@ -220,7 +220,9 @@ def exit_code_table() -> str:
         (EXIT_USAGE, "EXIT_USAGE", "usage error, always before any broker starts"),
         (EXIT_UNDELIVERED, "EXIT_UNDELIVERED", "some messages failed or have an unknown "
          "outcome (`--allow-failures` keeps 0)"),
-        (EXIT_VERIFY, "EXIT_VERIFY", "`--verify` found a problem (before 3 when both apply)"),
+        (EXIT_VERIFY, "EXIT_VERIFY", "`--verify` found a problem (before 3 when both apply), "
+         "or its read-back failed and no message failed (results are still written; with "
+         "failed messages such a run exits 3)"),
         (EXIT_INTERRUPTED, "EXIT_INTERRUPTED", "interrupted by SIGINT (Ctrl-C)"),
         (128 + signal.SIGTERM, "128 + SIGTERM", "stopped by SIGTERM"),
     ]
