@@ -18,7 +18,11 @@ message at 10,000 partitions over its figure at 64 (target <= 2), and kbatch's R
 
     python benchmarks/partitions_scaling.py [--partitions 64,1000,10000,100000]
         [--modes partition,broker] [--brokers tansu,kafka] [--rate 20000]
-        [--duration 20] [--warmup 2] [--linger-ms 100] [--json PATH]
+        [--duration 20] [--warmup 2] [--linger-ms 100] [--run-timeout 600] [--json PATH]
+
+A run that has not finished `--run-timeout` seconds after its topic exists is stopped and
+reported as such (with the peak RSS and CPU it had reached): a broker that stops answering
+must not hang the whole curve.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -48,6 +53,13 @@ def process_cpu_s(pid: int) -> float:
 def peak_rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def proc_status_mb(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -116,17 +128,33 @@ def measure(args: argparse.Namespace, bootstrap: str, broker_pids: list[int], mo
     assert proc.stdin is not None and proc.stdout is not None
     result: dict[str, Any] | None = None
     broker_cpu = 0.0
+    stalled: dict[str, float] = {}
+
+    def stop_if_stalled() -> None:
+        """After the deadline, note how far the run got, then stop it."""
+        stalled["rss_mb"] = proc_status_mb(proc.pid, "VmHWM")
+        stalled["cpu_s"] = process_cpu_s(proc.pid)
+        proc.kill()
+
+    deadline: threading.Timer | None = None
     for line in proc.stdout:
         if line.startswith("READY"):
             broker_cpu = sum(process_cpu_s(pid) for pid in broker_pids)
+            deadline = threading.Timer(args.run_timeout, stop_if_stalled)
+            deadline.start()
             proc.stdin.write("go\n")
             proc.stdin.flush()
         elif line.startswith("RESULT "):
             broker_cpu = sum(process_cpu_s(pid) for pid in broker_pids) - broker_cpu
             result = json.loads(line[len("RESULT "):])
     code = proc.wait()
+    if deadline is not None:
+        deadline.cancel()
     if result is None:
-        return {"mode": mode, "partitions": partitions, "error": f"run exited {code}"}
+        error = (f"stopped after {args.run_timeout:g} s without finishing (peak RSS "
+                 f"{stalled['rss_mb']:,.0f} MB, CPU {stalled['cpu_s']:.1f} s)" if stalled
+                 else f"run exited {code}")
+        return {"mode": mode, "partitions": partitions, "error": error}
     acked = max(result["acknowledged"], 1)
     return {"mode": mode, "partitions": partitions, **result, "broker_cpu_s": broker_cpu,
             "kbatch_us_per_msg": result["cpu_s"] / acked * 1e6,
@@ -149,21 +177,29 @@ def start_broker(name: str) -> tuple[AbstractContextManager[Any], str, list[int]
     return cluster, cluster.bootstrap, cluster.pids, cluster.description.split(" at ")[0]
 
 
-def print_table(broker: str, rows: list[dict[str, Any]]) -> None:
+def table_head(broker: str) -> None:
     print(f"\n## {broker}\n")
     print("| mode | partitions | kbatch CPU µs/msg | kbatch RSS MB | broker CPU µs/msg | "
-          "requests | achieved msg/s | p50 ms | p99 ms | max ms | rtt p99 ms | failed |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for row in rows:
-        if "error" in row:
-            print(f"| {row['mode']} | {row['partitions']:,} | {row['error']} |")
-            continue
-        lat = row["latency"]
-        rtt = f"{row['rtt_p99_ms']:,.1f}" if row.get("rtt_p99_ms") is not None else "-"
-        print(f"| {row['mode']} | {row['partitions']:,} | {row['kbatch_us_per_msg']:.2f} | "
-              f"{row['rss_mb']:,.0f} | {row['broker_us_per_msg']:.2f} | {row['requests']:,} | "
-              f"{row['achieved']:,.0f} | {lat['p50_ms']:,.1f} | {lat['p99_ms']:,.1f} | "
-              f"{lat['max_ms']:,.1f} | {rtt} | {row['failed']:,} |")
+          "requests | achieved msg/s | p50 ms | p99 ms | max ms | rtt p99 ms | failed | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+
+
+def print_row(row: dict[str, Any]) -> None:
+    load = f"{row['load']:.1f}" if "load" in row else "-"
+    if "error" in row:
+        print(f"| {row['mode']} | {row['partitions']:,} | {row['error']} | | | | | | | | | "
+              f"| {load} |", flush=True)
+        return
+    lat = row["latency"]
+    rtt = f"{row['rtt_p99_ms']:,.1f}" if row.get("rtt_p99_ms") is not None else "-"
+    print(f"| {row['mode']} | {row['partitions']:,} | {row['kbatch_us_per_msg']:.2f} | "
+          f"{row['rss_mb']:,.0f} | {row['broker_us_per_msg']:.2f} | {row['requests']:,} | "
+          f"{row['achieved']:,.0f} | {lat['p50_ms']:,.1f} | {lat['p99_ms']:,.1f} | "
+          f"{lat['max_ms']:,.1f} | {rtt} | {row['failed']:,} | {load} |", flush=True)
+
+
+def print_ratios(rows: list[dict[str, Any]]) -> None:
+    print()
     for mode in sorted({row["mode"] for row in rows}):
         by_count = {row["partitions"]: row for row in rows
                     if row["mode"] == mode and "error" not in row}
@@ -187,6 +223,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--linger-ms", type=int, default=100)
+    parser.add_argument("--run-timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -200,15 +237,21 @@ def main() -> None:
     report: dict[str, Any] = {"load_before": os.getloadavg(), "runs": {}}
     for name in args.brokers.split(","):
         context, bootstrap, pids, description = start_broker(name)
-        rows = []
+        rows: list[dict[str, Any]] = []
+        report["runs"][description] = rows
+        table_head(f"{description}: {args.rate:,.0f} msg/s, {args.duration:g} s "
+                   f"(+{args.warmup:g} s warm-up), window {args.linger_ms} ms")
         with context:
             for partitions in counts:
                 for mode in args.modes.split(","):
                     print(f"  {name}: {mode}, {partitions:,} partitions...", file=sys.stderr)
-                    rows.append(measure(args, bootstrap, pids, mode, partitions))
-        report["runs"][description] = rows
-        print_table(f"{description}: {args.rate:,.0f} msg/s, {args.duration:g} s "
-                    f"(+{args.warmup:g} s warm-up), window {args.linger_ms} ms", rows)
+                    row = measure(args, bootstrap, pids, mode, partitions)
+                    row["load"] = os.getloadavg()[0]
+                    rows.append(row)
+                    print_row(row)
+                    if args.json:
+                        args.json.write_text(json.dumps(report, indent=2))
+        print_ratios(rows)
     report["load_after"] = os.getloadavg()
     print(f"\nload average before {report['load_before'][0]:.1f}, after "
           f"{report['load_after'][0]:.1f} (1 min; the machine may be shared)")
