@@ -17,7 +17,7 @@ from typing import Any
 
 from aiokafka.conn import AIOKafkaConnection, create_conn
 from aiokafka.errors import KafkaConnectionError, for_code
-from aiokafka.protocol.admin import CreateTopicsRequest
+from aiokafka.protocol.admin import CreatePartitionsRequest, CreateTopicsRequest
 from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.protocol.offset import OffsetRequest
 
@@ -40,6 +40,11 @@ is aborted): ask again, as Java does."""
 """How long InitProducerId is asked again while the broker answers a retriable error."""
 INIT_PRODUCER_ID_BACKOFF_S = 0.1
 TOPIC_ALREADY_EXISTS = 36
+PARTITIONS_PER_STEP = 5_000
+"""A KRaft controller refuses more than 10,000 partitions (metadata records) in one
+operation ("Excessively large number of partitions per request", "Unable to perform
+excessively large batch operation"): a larger topic it refused is created with this many
+partitions, then grown by CreatePartitions, this many at a time."""
 LATEST_OFFSET = -1  # ListOffsets timestamp meaning "the log end"
 RETRIABLE_METADATA_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
 
@@ -215,6 +220,52 @@ class Cluster:
                                 replicas)
         return self.view
 
+    async def create_topic(self, conn: Any, topic: str, partitions: int,
+                           replication_factor: int | None, timeout_ms: int) -> bool:
+        """Create the topic through `conn` (the controller); True if this call created it.
+        A large topic the broker refuses in one request is created in steps of
+        `PARTITIONS_PER_STEP`; any other refusal is a BrokerError."""
+        created, refusal = await self._create_topic(conn, topic, partitions,
+                                                    replication_factor, timeout_ms)
+        if refusal is not None and partitions > PARTITIONS_PER_STEP:
+            created, refusal = await self._create_topic(conn, topic, PARTITIONS_PER_STEP,
+                                                        replication_factor, timeout_ms)
+            for count in [*range(2 * PARTITIONS_PER_STEP, partitions, PARTITIONS_PER_STEP),
+                          partitions]:
+                if refusal is not None:
+                    break
+                refusal = await self._add_partitions(conn, topic, count, timeout_ms)
+        if refusal is not None:
+            raise BrokerError(f"The broker refused to create topic {topic!r}: {refusal}.")
+        return created
+
+    async def _create_topic(self, conn: Any, topic: str, partitions: int,
+                            replication_factor: int | None,
+                            timeout_ms: int) -> tuple[bool, str | None]:
+        """CreateTopics for one topic: (whether this request created it, the broker's reason
+        when it refused; None when created or existing already)."""
+        request = CreateTopicsRequest(
+            [(topic, partitions, replication_factor or DEFAULT_REPLICATION_FACTOR, [],
+              list(self.topic_creation.configs))], timeout_ms, False)
+        response = await conn.send(request)
+        for result in response.to_object()["topic_errors"]:
+            code = result["error_code"]
+            if code not in (0, TOPIC_ALREADY_EXISTS):
+                return False, result.get("error_message") or for_code(code).__name__
+            return code == 0, None
+        return False, None
+
+    async def _add_partitions(self, conn: Any, topic: str, total: int,
+                              timeout_ms: int) -> str | None:
+        """CreatePartitions up to `total` (the broker places them): None, or its reason."""
+        response = await conn.send(CreatePartitionsRequest([(topic, (total, None))],
+                                                           timeout_ms, False))
+        for result in response.to_object()["topic_errors"]:
+            if result["error_code"] != 0:
+                return (result.get("error_message")
+                        or for_code(result["error_code"]).__name__)
+        return None
+
     async def ensure_topic(
         self, topic: str, partitions: int, replication_factor: int | None = None,
         timeout_s: float | None = None,
@@ -253,17 +304,8 @@ class Cluster:
         else:
             conn = await self.connection(view.controller_id) if view.controller_id in (
                 view.brokers) else await self._any_conn()
-            request = CreateTopicsRequest(
-                [(topic, partitions, replication_factor or DEFAULT_REPLICATION_FACTOR, [],
-                  list(self.topic_creation.configs))], int(timeout_s * 1000), False
-            )
-            response = await conn.send(request)
-            for result in response.to_object()["topic_errors"]:
-                code = result["error_code"]
-                if code not in (0, TOPIC_ALREADY_EXISTS):
-                    message = result.get("error_message") or for_code(code).__name__
-                    raise BrokerError(f"The broker refused to create topic {topic!r}: {message}.")
-                created = code == 0
+            created = await self.create_topic(conn, topic, partitions, replication_factor,
+                                              int(timeout_s * 1000))
         deadline = asyncio.get_running_loop().time() + timeout_s
         while True:
             view = await self.refresh_metadata([topic])
