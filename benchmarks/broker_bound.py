@@ -1,7 +1,8 @@
 """Mode broker at its bound on real Apache Kafka (issue 34, target 4).
 
 Mode broker (broker-level linger, idempotence on: kbatch's default) in the seed scenario
-(1,000 partitions, 100-byte keyless values, 20,000 msg/s, window 500 ms) on a KRaft
+(1,000 partitions, 100-byte keyless values, 20,000 msg/s, window 500 ms,
+`max.request.size` 4 MB as in docs/findings/performance.md) on a KRaft
 cluster of 1 and of 3 Apache Kafka nodes (`producer_core.brokers.kafka`), 3 runs per
 cluster, each on a fresh topic, each after a warm-up (a new topic's first requests can
 stall on Kafka; the measured figures exclude the warm-up). For each run it prints:
@@ -34,7 +35,7 @@ from producer_core.workload import Workload
 LATENCY_SLACK_MS = 20.0
 REQUEST_SLACK = 0.05
 MODE_CONFIG = [  # one window of this scenario is ~1.2 MB: one request per broker, not two
-    "broker:broker.batch.max.bytes=10485760", "broker:max.request.size=10485760"]
+    "broker:max.request.size=4194304"]
 
 
 def request_floor(nodes: int, duration_s: float, warmup_s: float, window_ms: int) -> float:
