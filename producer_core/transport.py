@@ -308,18 +308,22 @@ class Cluster:
                                               int(timeout_s * 1000))
         deadline = asyncio.get_running_loop().time() + timeout_s
         while True:
+            polled = asyncio.get_running_loop().time()
             view = await self.refresh_metadata([topic])
             leaders = view.leaders.get(topic, [])
             if (len(leaders) == partitions and all(leader >= 0 for leader in leaders)
                     and await self._leaders_serve(topic, leaders)):
                 return created
+            # decoding a large topic's metadata (pure Python) is costly: wait at least as
+            # long as a poll took, so a broker on the same machine gets the CPU to create it
+            poll_s = asyncio.get_running_loop().time() - polled
             if asyncio.get_running_loop().time() > deadline:
                 raise BrokerError(
                     f"Topic {topic!r} has no leader serving every partition after "
                     f"{timeout_s:.0f} s (metadata shows {len(leaders)} partitions, "
                     f"{sum(1 for x in leaders if x < 0)} without a leader)."
                 )
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(max(0.1, poll_s))
 
     async def _leaders_serve(self, topic: str, leaders: list[int]) -> bool:
         """True once every leader answers ListOffsets for its partitions without an error.
