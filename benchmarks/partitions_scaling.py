@@ -3,8 +3,9 @@
 For each broker (one embedded Tansu broker, one Apache Kafka node), each partition count
 (default 64, 1,000, 10,000, 100,000) and each mode (partition, broker), one run at a fixed
 rate (default 20,000 msg/s, 100-byte values, window 100 ms) on a fresh topic. Each run is
-its own Python process (so its peak RSS is its own): it creates the topic, then runs the
-engine; the figures cover the engine run only (metadata, producer id, the run, the close):
+its own Python process (so its peak RSS is its own): it creates the topic, runs the
+engine, then deletes the topic; the figures cover the engine run only (metadata, producer
+id, the run, the close):
 
 - kbatch CPU µs/msg: the run process's user+system CPU (`resource.getrusage`, which
   excludes the broker: Tansu and Kafka are other processes) per message sent (acknowledged
@@ -104,6 +105,7 @@ def child(args: argparse.Namespace) -> None:
     results = run(workload, settings, args.mode, args.bootstrap)
     cpu = own_cpu_s() - cpu
     wall = time.monotonic() - wall
+    asyncio.run(delete_topic(args.bootstrap, topic))
     document = results.to_dict()
     print("RESULT " + json.dumps({
         "cpu_s": cpu, "wall_s": wall, "rss_mb": peak_rss_mb(), "rss_before_run_mb": rss_before,
@@ -116,6 +118,23 @@ def child(args: argparse.Namespace) -> None:
         "rtt_p99_ms": (document.get("rtt") or {}).get("p99_ms"),
         "generator_lag_p99_ms": (document.get("generator_lag") or {}).get("p99_ms"),
     }), flush=True)
+
+
+async def delete_topic(bootstrap: str, topic: str) -> None:
+    """Delete a run's topic: a Kafka node holds one open file per partition at least, and
+    two 10,000-partition topics took this machine's node past its 20,000-file limit."""
+    from aiokafka.protocol.admin import DeleteTopicsRequest
+
+    from producer_core.transport import Cluster
+
+    cluster = Cluster(bootstrap)
+    try:
+        view = await cluster.connect()
+        conn = await cluster.connection(view.controller_id) if view.controller_id in (
+            view.brokers) else await cluster.connection(next(iter(view.brokers)))
+        await conn.send(DeleteTopicsRequest([topic], 60_000))
+    finally:
+        await cluster.close()
 
 
 def measure(args: argparse.Namespace, bootstrap: str, broker_pids: list[int], mode: str,
