@@ -274,7 +274,9 @@ def status() -> None:
     marker = backend_marker(document)
     for node in node_records(document):
         where = f"{node.get('host')}:{node.get('port')}"
-        if owned_process(node.get("pid"), node.get("start"), marker):
+        if "container" in node:  # --broker docker: the lab stops if a container stops
+            console.print(f"node {node['node_id']}: {where}  container {node['container']}")
+        elif owned_process(node.get("pid"), node.get("start"), marker):
             console.print(f"node {node['node_id']}: {where}  running ({kind} pid {node['pid']})")
         else:
             console.print(f"node {node['node_id']}: {where}  DOWN ({kind} pid {node.get('pid')} "
@@ -293,6 +295,11 @@ def restart(node_id: int, timeout_s: float) -> None:
     in memory, so it comes back empty.
     """
     document = _running_lab()
+    if document.get("broker") == "docker":
+        raise UsageError("`kbatch lab restart` restarts a node process of a Tansu or Kafka lab; "
+                         "a --broker docker lab stops when one of its containers stops. Use "
+                         "`--fault 'at=10s restart=node:N'` on a run with --broker docker to "
+                         "restart a container during it.")
     nodes = {n["node_id"]: n for n in node_records(document)}
     if node_id not in nodes:
         raise UsageError(f"No node {node_id} in the running lab; its nodes are "

@@ -9,7 +9,7 @@ import click
 
 from cli.render import console
 from producer_core.errors import BrokerError, UsageError
-from producer_core.lab.state import write_state
+from producer_core.lab.state import identity, write_state
 
 
 def serve_docker_lab(brokers: int, rtt_ms: float, jitter_ms: float, kafka_image: str | None,
@@ -27,7 +27,8 @@ def serve_docker_lab(brokers: int, rtt_ms: float, jitter_ms: float, kafka_image:
                          "and adds no delay.")
     with docker_target(brokers, kafka_image) as (cluster, _faults):
         write_state({
-            "pid": os.getpid(), "bootstrap": cluster.bootstrap, "brokers": brokers,
+            "pid": os.getpid(), "pid_start": identity(os.getpid())["start"],
+            "bootstrap": cluster.bootstrap, "brokers": brokers,
             "broker": "docker", "image": cluster.image.name if cluster.image else None,
             "rtt_ms": 0.0, "jitter_ms": 0.0,
             "nodes": [{"node_id": i, "host": cluster.host, "port": cluster.port(i),

@@ -31,8 +31,9 @@ MAX_STATE_BYTES = 1024 * 1024
 
 UP_MARKER = "lab up"
 """What the command line of a `kbatch lab up` process contains."""
-BACKEND_MARKERS = {"tansu": "tansu", "kafka": "kafka.Kafka"}
-"""Broker kind -> what its node processes' command lines contain (fixed here, not read)."""
+BACKEND_MARKERS = {"tansu": "tansu", "kafka": "kafka.Kafka", "docker": "kafka.Kafka"}
+"""Broker kind -> what its node processes' command lines contain (fixed here, not read).
+A docker lab's nodes are containers: the state names them, never a pid to signal."""
 
 
 class LabStateError(KbatchError):
