@@ -192,8 +192,11 @@ class IntervalRecorder:
         A run expected to last under `SHORT_RUN_ROWS` intervals gets a shorter one (see
         `short_interval`), unless the callback says its interval was asked for
         (`report_interval_explicit`): one 5 s row of a 2 s run charts as a flat line."""
-        interval = getattr(on_progress, "report_interval_s", None) or DEFAULT_INTERVAL_S
-        if not getattr(on_progress, "report_interval_explicit", False):
+        asked = getattr(on_progress, "report_interval_s", None)
+        interval = asked or DEFAULT_INTERVAL_S
+        # a caller that names its interval meant it, unless it says otherwise (the CLI
+        # always says, from --report-interval)
+        if not getattr(on_progress, "report_interval_explicit", asked is not None):
             interval = short_interval(expected_s, interval)
         return cls(interval, getattr(on_progress, "on_interval", None))
 
