@@ -33,7 +33,7 @@ _SHORT_STEPS = (2.0, 1.0, 0.5, 0.25, 0.2, 0.1)
 MIN_TAIL_S = 0.05
 """A last partial interval shorter than this is folded away (nothing to say about it)."""
 ROW_COUNTERS = ("acknowledged", "failed", "requests", "records", "wire_bytes",
-                "payload_bytes", "generated")
+                "payload_bytes", "generated", "aborted")
 
 
 @dataclass
@@ -47,6 +47,10 @@ class Tally:
     wire_bytes: int = 0
     payload_bytes: int = 0
     generated: int = 0
+    aborted: int = 0
+    """Acknowledged records whose transaction aborted. `acknowledged` counts every
+    acknowledgement received, so a row never goes below zero when a later abort takes
+    records back: the run's acknowledged is the rows' acknowledged minus their aborted."""
 
     def minus(self, other: Tally) -> Tally:
         return Tally(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(self)))
@@ -54,18 +58,19 @@ class Tally:
 
 def run_tally(m: RunMetrics, requests: int, records: int | None = None,
               wire_bytes: int | None = None) -> Tally:
-    return Tally(m.messages_acked, m.messages_failed, requests,
+    return Tally(m.messages_acked + m.messages_aborted, m.messages_failed, requests,
                  m.records_sent if records is None else records,
                  m.bytes_sent if wire_bytes is None else wire_bytes,
-                 m.payload_bytes, m.messages_generated)
+                 m.payload_bytes, m.messages_generated, m.messages_aborted)
 
 
 def topic_tally(t: TopicMetrics, requests: int | None = None, records: int | None = None,
                 wire_bytes: int | None = None) -> Tally:
-    return Tally(t.acknowledged, t.failed, t.requests if requests is None else requests,
+    return Tally(t.acknowledged + t.aborted, t.failed,
+                 t.requests if requests is None else requests,
                  t.records_sent if records is None else records,
                  t.bytes_sent if wire_bytes is None else wire_bytes,
-                 t.payload_bytes, t.generated)
+                 t.payload_bytes, t.generated, t.aborted)
 
 
 def _counts(histogram: LatencyHistogram) -> np.ndarray:
