@@ -56,7 +56,7 @@ from cli.report_cmd import report
 from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.spark_opts import Runner, runner_from_flags, runner_options
 from cli.stopping import StopOnSignal, accepts_stop
-from cli.streams import end_startup_signals
+from cli.streams import end_startup_signals, guard_shutdown_signals
 from cli.sweep_cmd import sweep
 from cli.txn_opts import transaction_options
 from producer_core.brokers import BrokerTarget
@@ -404,7 +404,10 @@ cli.add_command(image)
 
 
 def main() -> None:
-    cli(prog_name="kbatch")
+    try:
+        cli(prog_name="kbatch")
+    finally:
+        guard_shutdown_signals()
 
 
 end_startup_signals()  # every module is imported: signals reach the commands again

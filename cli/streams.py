@@ -76,6 +76,37 @@ def end_startup_signals() -> None:
             signal.signal(sig, default)
 
 
+def _late_signal(signum: int, frame: FrameType | None) -> None:
+    """A signal after the command is done, while the interpreter shuts down: its results are
+    written, so leave at once with 128 + the signal instead of a KeyboardInterrupt in the
+    middle of the teardown (Python then kills itself with the signal: exit status -2)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(128 + signum)
+
+
+def guard_shutdown_signals() -> None:
+    """Install `_late_signal` for the teardown after a command (main thread only)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in _STARTUP_SIGNALS:
+            signal.signal(sig, _late_signal)
+
+
+def ignore_signals_at_the_end() -> None:
+    """Registered first, so the last exit handler to run: from here Python's finalization
+    would put Python handlers back to SIG_DFL, and a signal would kill the finished process
+    (-2); an ignored signal stays ignored for the last milliseconds."""
+    import atexit
+
+    def ignore() -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig in _STARTUP_SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
+
+    atexit.register(ignore)
+
+
 # ------------------------------------------------------------------ client libraries' logs
 
 
