@@ -20,7 +20,9 @@ async def read_all(
     `SecurityConfig.aiokafka_kwargs()` (security protocol, SSL context, SASL).
 
     Stops once `expected` records are read (or times out), because Tansu's high watermark
-    from ListOffsets can lag behind what fetch already returns.
+    from ListOffsets can lag behind what fetch already returns. Starts at offset 0, not at
+    ListOffsets(earliest): the topics are fresh, and Tansu 0.x sometimes lists a later
+    batch's base offset as a partition's earliest after two producers wrote to it at once.
     """
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
@@ -32,7 +34,8 @@ async def read_all(
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
+        for tp in tps:
+            consumer.seek(tp, 0)
         total = 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
