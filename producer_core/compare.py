@@ -17,7 +17,6 @@ from producer_core.config import ProducerSettings, build_settings
 from producer_core.engine import Progress, run
 from producer_core.errors import UsageError
 from producer_core.metric_catalog import (
-    OPTIONAL_SUMMARY_METRICS,
     SUMMARY,
     SUMMARY_METRICS,
     Change,
@@ -141,20 +140,12 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
             continue
         summary[mode] = {}
         for name, get in SUMMARY_METRICS.items():
-            if SUMMARY[name].optional:  # measured in some runs only (broker_cost)
+            if SUMMARY[name].optional:  # measured in some runs only
                 values = [float(v) for v in optional_values(get, mine) if v is not None]
                 if not values:
                     continue
             else:
                 values = [float(get(r)) for r in mine]
-            summary[mode][name] = {
-                "median": statistics.median(values), "min": min(values), "max": max(values),
-            }
-        for name, get in OPTIONAL_SUMMARY_METRICS.items():
-            try:
-                values = [float(get(r)) for r in mine]
-            except KeyError:  # a run without consumers
-                continue
             summary[mode][name] = {
                 "median": statistics.median(values), "min": min(values), "max": max(values),
             }
@@ -210,7 +201,6 @@ def summary_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def present_metrics(summary: Mapping[str, Any], modes: list[str]) -> list[str]:
-    """The summary rows every mode has: the catalog's, then end-to-end latency where every
-    mode had consumers (older results lack some rows too)."""
-    names = [*SUMMARY_METRICS, *OPTIONAL_SUMMARY_METRICS]
-    return [name for name in names if all(name in summary[mode] for mode in modes)]
+    """The summary rows every mode has, in the catalog's order (optional figures only where
+    every mode measured them; older results lack some rows too)."""
+    return [name for name in SUMMARY_METRICS if all(name in summary[mode] for mode in modes)]

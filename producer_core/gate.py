@@ -31,7 +31,7 @@ from typing import Any
 from producer_core.config import MODES
 from producer_core.errors import UsageError
 from producer_core.input_files import read_regular_file
-from producer_core.metric_catalog import OPTIONAL_SUMMARY_METRICS, SUMMARY_METRICS
+from producer_core.metric_catalog import SUMMARY, SUMMARY_METRICS
 from producer_core.results_io import GROUPED_KINDS, run_group
 from producer_core.schema_check import resolve_ref
 
@@ -428,15 +428,15 @@ class MetricSource:
                 f"(modes present: {', '.join(self.modes) or 'none'}).")
         path = ".".join(rest)
         stat = "median"
-        if len(rest) == 2 and (rest[0] in SUMMARY_METRICS
-                               or rest[0] in OPTIONAL_SUMMARY_METRICS) and rest[1] in STATS:
+        if len(rest) == 2 and rest[0] in SUMMARY_METRICS and rest[1] in STATS:
             path, stat = rest[0], rest[1]
-        if path in SUMMARY_METRICS or path in OPTIONAL_SUMMARY_METRICS:
-            get = SUMMARY_METRICS.get(path) or OPTIONAL_SUMMARY_METRICS[path]
+        if path in SUMMARY_METRICS:
+            get = SUMMARY_METRICS[path]
             try:
                 values = [float(get(run)) for run in runs]
-            except KeyError:  # results written before the metric existed
-                why = ("runs without --consume" if path in OPTIONAL_SUMMARY_METRICS
+            except (KeyError, TypeError):  # not measured, or results of an older kbatch
+                declared = SUMMARY[path]
+                why = (f"only {declared.needs} hold it" if declared.optional
                        else "results of an older kbatch")
                 raise MetricError(
                     f"missing metric {name!r}: the {mode} runs in {self.label} do not hold "

@@ -65,7 +65,10 @@ class Metric:
     """Decimals in compare-modes' table."""
     change: Change = Change.PERCENT
     optional: bool = False
-    """Present only when the run measured it (`broker_cost`): summaries skip it if absent."""
+    """Present only when the run measured it (broker cost, end-to-end latency): summaries
+    skip it where absent, and gate says what a run needs to hold it (`needs`)."""
+    needs: str = ""
+    """For an optional figure: which runs hold it, in the words of gate's error."""
 
     def value(self, run: Mapping[str, Any]) -> Any:
         """The figure in a run document (KeyError if the document lacks it)."""
@@ -78,6 +81,10 @@ class Metric:
     def histogram_key(self) -> str:
         """A histogram's key under the JSON's `histograms` (its encoded form, in µs)."""
         return f"{self.name}_us"
+
+
+BROKER_COST_NEEDS = ("runs on brokers kbatch started itself; Kafka's own figures only on "
+                     "Apache Kafka")
 
 
 def _latency(name: str, digits: int = 1) -> Metric:
@@ -104,7 +111,7 @@ METRICS: tuple[Metric, ...] = (
            summary=True),
     # what the run cost the brokers (measure/broker_cost.py), where it was measured
     *(Metric(name, f"broker_cost.{path}", unit, Merge.NOT_MERGED, summary=True,
-             digits=digits, change=change, optional=True)
+             digits=digits, change=change, optional=True, needs=BROKER_COST_NEEDS)
       for name, path, unit, digits, change in (
           ("broker_cpu_s", "broker.cpu_s", "s", 2, Change.PERCENT),
           ("broker_cpu_s_per_million_msgs", "broker.cpu_s_per_million_msgs", "s", 1,
@@ -118,6 +125,12 @@ METRICS: tuple[Metric, ...] = (
           ("client_cpu_s_per_million_msgs", "client.cpu_s_per_million_msgs", "s", 1,
            Change.PERCENT),
       )),
+    # end-to-end latency (intended send to consume), held by runs with consumers; the
+    # latency rows above are the ack latency (intended send to acknowledgement,
+    # OpenMessaging Benchmark's "publish latency")
+    *(Metric(name, f"e2e_latency.{name[4:]}", "ms", Merge.RECOMPUTE, summary=True, digits=1,
+             change=Change.DELTA_MS, optional=True, needs="runs with --consume")
+      for name in ("e2e_p50_ms", "e2e_p99_ms")),
     # counters
     Metric("retried_requests", "retried_requests", "requests", Merge.SUM, "retried_requests"),
     Metric("records_sent", "records_sent", "records", Merge.SUM, "records_sent"),
@@ -192,21 +205,6 @@ SUMMARY_METRICS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     name: metric.value for name, metric in SUMMARY.items()}
 """Each summary metric's getter over a run document."""
 
-E2E_SUMMARY: dict[str, Metric] = {m.name: m for m in (
-    Metric("e2e_p50_ms", "e2e_latency.p50_ms", "ms", Merge.RECOMPUTE, digits=1,
-           change=Change.DELTA_MS),
-    Metric("e2e_p99_ms", "e2e_latency.p99_ms", "ms", Merge.RECOMPUTE, digits=1,
-           change=Change.DELTA_MS),
-)}
-"""Summary rows of end-to-end latency (intended send to consume), which only runs with
-consumers (`--consume`) hold: compare-modes, report and gate show them where every run of
-a mode has them. The `latency` rows are the ack latency (intended send to acknowledgement,
-OpenMessaging Benchmark's "publish latency")."""
-
-OPTIONAL_SUMMARY_METRICS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-    name: metric.value for name, metric in E2E_SUMMARY.items()}
-
-
 def summary_metric(name: str) -> Metric | None:
     """A summary row's declaration, always-present or optional."""
-    return SUMMARY.get(name) or E2E_SUMMARY.get(name)
+    return SUMMARY.get(name)

@@ -184,7 +184,7 @@ def test_compare_gate_and_sweep_take_e2e_where_runs_have_it():
     assert MetricSource.from_documents([document]).value("broker.e2e_p99_ms") == 150.0
     old = json.loads(json.dumps(fake_results("broker").to_dict()))
     assert "e2e_p99_ms" not in summarise([old], ["broker"])["broker"]
-    with pytest.raises(MetricError, match="without --consume"):
+    with pytest.raises(MetricError, match="only runs with --consume hold it"):
         MetricSource.from_documents([old]).value("e2e_p99_ms")
     slo = parse_slo("e2e_p99<=200ms")
     assert slo.end_to_end and slo.metric == "e2e_p99_ms"

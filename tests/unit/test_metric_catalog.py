@@ -11,6 +11,7 @@ from producer_core.compare import SUMMARY_METRICS as COMPARE_SUMMARY
 from producer_core.compare import summarise
 from producer_core.distributed.merge import from_payload, merge_results, to_payload
 from producer_core.gate import MetricSource, schema_knows
+from producer_core.histogram import LatencyHistogram
 from producer_core.metric_catalog import (
     HISTOGRAMS,
     METRICS,
@@ -22,6 +23,15 @@ from producer_core.metric_catalog import (
 from producer_core.metrics import Results, RunMetrics, Section, TopicMetrics
 from producer_core.results_io import validate_document
 from tests.results_fakes import fake_results, with_broker_cost
+
+
+def with_e2e(results: Results, millis: int) -> Results:
+    """`results` as a run with consumers: an end-to-end latency histogram."""
+    results.e2e = LatencyHistogram()
+    for value in range(1, millis + 1):
+        results.e2e.record_us(value * 1000)
+    return results
+
 
 # RunMetrics / TopicMetrics fields that are not figures of the catalog, and why
 NOT_METRICS = {
@@ -64,7 +74,7 @@ def test_every_recorded_field_is_in_the_catalog():
 
 
 def test_a_run_document_holds_every_catalog_figure_with_its_type():
-    results = with_broker_cost(fake_results("broker"))
+    results = with_e2e(with_broker_cost(fake_results("broker")), 25)
     results.metrics.topics["t"] = TopicMetrics(generated=5, acknowledged=5)
     document = results.to_dict()
     validate_document(document)
@@ -85,13 +95,20 @@ def test_a_run_document_holds_every_catalog_figure_with_its_type():
 
 def test_summary_names_are_compare_rows_and_gate_names():
     assert list(COMPARE_SUMMARY) == list(SUMMARY)
-    runs = [with_broker_cost(fake_results("partition")).to_dict(),
-            with_broker_cost(fake_results("broker"), 1.0, 50).to_dict()]
+    runs = [with_e2e(with_broker_cost(fake_results("partition")), 30).to_dict(),
+            with_e2e(with_broker_cost(fake_results("broker"), 1.0, 50), 20).to_dict()]
     summary = summarise(runs, ["partition", "broker"])
     source = MetricSource(runs)
     for name, metric in SUMMARY.items():
         assert summary["broker"][name]["median"] == float(metric.value(runs[1]))
         assert source.value(f"broker.{name}") == float(metric.value(runs[1]))
+
+
+def test_every_optional_summary_figure_says_which_runs_hold_it():
+    optional = [metric for metric in SUMMARY.values() if metric.optional]
+    assert {m.name for m in optional} >= {"broker_cpu_s", "e2e_p99_ms"}
+    assert all(metric.needs for metric in optional)
+    assert all(not metric.needs for metric in SUMMARY.values() if not metric.optional)
 
 
 def _distinct_shares() -> list[Results]:
