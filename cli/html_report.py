@@ -35,7 +35,7 @@ from cli.report_cmd import (
     live_table,
     run_topic_tables,
 )
-from producer_core.results_io import LoadedResults, run_group
+from producer_core.results.results_io import LoadedResults, run_group
 
 __all__ = ["CSS", "PLOTLY_CONFIG", "build_report", "figure_div", "page", "table_to_html"]
 

@@ -17,11 +17,11 @@ from cli.errors import friendly_errors
 from cli.markdown import table_to_markdown
 from cli.output_paths import writable_dir, writable_file
 from cli.render import comparison_table, console, out, summary_table, topics_table
-from producer_core.histogram import LatencyHistogram
-from producer_core.metric_catalog import SUMMARY_METRICS
-from producer_core.metrics import E2E_HISTOGRAM_KEY
 from producer_core.modes import keeps_request_log
-from producer_core.results_io import (
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.metric_catalog import SUMMARY_METRICS
+from producer_core.results.metrics import E2E_HISTOGRAM_KEY
+from producer_core.results.results_io import (
     RESULTS_FILE,
     LoadedResults,
     load_results,
@@ -192,7 +192,7 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
             log = item.companion(run, "requests")
             if log is None:
                 continue
-            from producer_core.request_log import read_request_log
+            from producer_core.results.request_log import read_request_log
 
             times = read_request_log(log).column("send_time_s").to_numpy()
             if times.size == 0:  # mode librdkafka: the client reports totals only

@@ -1,6 +1,6 @@
 """`kbatch sweep`: a grid of modes × windows (× rates × any -X axis), one results
 directory, the Pareto frontier, and the setting that meets a latency SLO with the fewest
-requests. The logic is in producer_core.sweep (pure) and producer_core.sweep_run."""
+requests. The logic is in producer_core.analysis.sweep (pure) and producer_core.analysis.sweep_run."""
 
 from __future__ import annotations
 
@@ -23,13 +23,8 @@ from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape, workload_from_flags, workload_options
 from cli.output_paths import writable_dir
 from cli.render import console, out
-from producer_core.brokers import BrokerTarget
-from producer_core.brokers.per_run import run_targets
-from producer_core.compare import parse_modes
-from producer_core.config import MODES, parse_assignment
-from producer_core.distributed.plan import MASTER_FORMS, MAX_WORKERS
-from producer_core.errors import UsageError
-from producer_core.sweep import (
+from producer_core.analysis.compare import parse_modes
+from producer_core.analysis.sweep import (
     check_cells,
     eta_s,
     expand_grid,
@@ -38,7 +33,12 @@ from producer_core.sweep import (
     parse_rate_list,
     parse_slo,
 )
-from producer_core.sweep_run import SweepPlan, SweepRunner
+from producer_core.analysis.sweep_run import SweepPlan, SweepRunner
+from producer_core.brokers import BrokerTarget
+from producer_core.brokers.per_run import run_targets
+from producer_core.config import MODES, parse_assignment
+from producer_core.distributed.plan import MASTER_FORMS, MAX_WORKERS
+from producer_core.errors import UsageError
 
 DEFAULT_WINDOWS = "0,1,2,5,10,20,50,100,200,500"
 
@@ -61,7 +61,7 @@ def spark_cells(runner: str, workers: int | None, master_url: str | None,
         parse_master,
     )
     from producer_core.distributed.session import parse_conf, require_pyspark
-    from producer_core.sweep_spark import SparkCells
+    from producer_core.distributed.sweep_spark import SparkCells
 
     workers = workers or 2
     master = parse_master(master_url or default_master(workers))
@@ -330,7 +330,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
         from producer_core.brokers.kafka_target import sigterm_as_interrupt
-        from producer_core.engine import run
+        from producer_core.drivers.engine import run
 
         run = consuming(run, consume, False, lambda text: console.print(
             f"[yellow]{escape(text)}[/yellow]", soft_wrap=True))

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from producer_core.config import ProducerSettings
-    from producer_core.metrics import Results
-    from producer_core.workload import Workload
+    from producer_core.results.metrics import Results
+    from producer_core.workload.workload import Workload
 
 PROGRESS_INTERVAL_S = 0.25
 START_LEAD_S = 0.02

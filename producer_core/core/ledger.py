@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from producer_core.accumulator import ProducerBatch, TopicPartition
-from producer_core.metrics import RequestRecord, RunMetrics
+from producer_core.core.accumulator import ProducerBatch, TopicPartition
+from producer_core.core.sender import Fail, Unknown, Written
+from producer_core.results.metrics import RequestRecord, RunMetrics
 from producer_core.run_types import Delivery
-from producer_core.sender import Fail, Unknown, Written
 
 AckFeedback = Callable[[int, np.ndarray, float], None]
 """`(broker, latencies_s, now)`: a policy that steers by acknowledged latencies."""

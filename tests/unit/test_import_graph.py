@@ -109,9 +109,9 @@ def test_finds_a_cycle_when_there_is_one() -> None:
 
 def test_the_graph_sees_known_edges() -> None:
     graph = import_graph()
-    assert "producer_core.run_types" in graph["producer_core.librdkafka_engine"]
+    assert "producer_core.run_types" in graph["producer_core.drivers.librdkafka"]
     assert "producer_core.modes" in graph["producer_core.config"]
-    assert "producer_core.linger" in graph["producer_core.engine"]
+    assert "producer_core.core.linger" in graph["producer_core.drivers.engine"]
 
 
 def test_no_import_cycle_among_producer_core_modules() -> None:
@@ -121,7 +121,7 @@ def test_no_import_cycle_among_producer_core_modules() -> None:
 
 def test_no_driver_imports_another() -> None:
     graph = import_graph()
-    drivers = {"producer_core.engine", "producer_core.librdkafka_engine",
-               "producer_core.kafka_java.run"}
+    drivers = {"producer_core.drivers.engine", "producer_core.drivers.librdkafka",
+               "producer_core.drivers.kafka_java.run"}
     for driver in drivers:
         assert not graph[driver] & (drivers - {driver}), driver

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import build_settings
+from producer_core.core.accumulator import Accumulator, TopicPartition
+from producer_core.core.linger.base import PollContext, RequestLimits
+from producer_core.core.linger.java import JavaLinger, sender_timer
+from producer_core.core.memory import MAX_BLOCK_REASON, BatchMemory, BlockedGenerator
 from producer_core.errors import ConfigError
-from producer_core.linger.base import PollContext, RequestLimits
-from producer_core.linger.java import JavaLinger, sender_timer
-from producer_core.memory import MAX_BLOCK_REASON, BatchMemory, BlockedGenerator
-from producer_core.metrics import RunMetrics
 from producer_core.modes import make_policy
+from producer_core.results.metrics import RunMetrics
 
 VALUE = bytes(100)
 

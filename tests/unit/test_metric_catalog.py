@@ -7,11 +7,11 @@ import dataclasses
 
 import pytest
 
-from producer_core.compare import SUMMARY_METRICS as COMPARE_SUMMARY
-from producer_core.compare import summarise
+from producer_core.analysis.compare import SUMMARY_METRICS as COMPARE_SUMMARY
+from producer_core.analysis.compare import summarise
+from producer_core.analysis.gate import MetricSource, schema_knows
 from producer_core.distributed.merge import from_payload, merge_results, to_payload
-from producer_core.gate import MetricSource, schema_knows
-from producer_core.metric_catalog import (
+from producer_core.results.metric_catalog import (
     HISTOGRAMS,
     METRICS,
     SUMMARY,
@@ -19,8 +19,8 @@ from producer_core.metric_catalog import (
     Merge,
     Metric,
 )
-from producer_core.metrics import Results, RunMetrics, Section, TopicMetrics
-from producer_core.results_io import validate_document
+from producer_core.results.metrics import Results, RunMetrics, Section, TopicMetrics
+from producer_core.results.results_io import validate_document
 from tests.results_fakes import fake_results, with_broker_cost
 
 # RunMetrics / TopicMetrics fields that are not figures of the catalog, and why
