@@ -1,6 +1,7 @@
 """`kbatch sweep`: a grid of modes × windows (× rates × any -X axis), one results
 directory, the Pareto frontier, and the setting that meets a latency SLO with the fewest
-requests. The logic is in producer_core.analysis.sweep (pure) and producer_core.analysis.sweep_run."""
+requests. The logic is in producer_core.analysis.sweep (pure) and
+producer_core.analysis.sweep_run."""
 
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ def modes_table() -> str:
                   "mode-specific settings", "transactions", "ignored settings"], rows)
 
 
-# --- metrics (producer_core/results/metric_catalog.py) -----------------------------------------------
+# --- metrics (producer_core/results/metric_catalog.py) --------------------------------------------
 
 def metrics_table() -> str:
     from producer_core.results.metric_catalog import METRICS, TOPIC_METRICS

@@ -153,7 +153,8 @@ class SweepRunner:
     on_start: Callable[[Cell, int, int, int], Any] | None = None
     on_end: Callable[[Cell, int, str | None, float], None] | None = None
     execute: Callable[[SweepRunner, list[tuple[Cell, int]]], Iterator[Outcome]] | None = None
-    """How units run: `run_here` (default) or a Spark executor (producer_core.distributed.sweep_spark)."""
+    """How units run: `run_here` (default) or a Spark executor
+    (producer_core.distributed.sweep_spark)."""
     runs: list[dict[str, Any]] = field(default_factory=list)
     errors: dict[str, list[str]] = field(default_factory=dict)
 

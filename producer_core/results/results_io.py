@@ -6,7 +6,8 @@ A results directory holds::
                                      producer_core/schemas/results-v1.json)
     runs/<mode>-<round>/latency.hgrm latency percentile distribution, HdrHistogram text (ms)
     runs/<mode>-<round>/latency.hdr  the encoded latency HdrHistogram (µs), mergeable exactly
-    runs/<mode>-<round>/requests.parquet  one row per ProduceRequest (producer_core.results.request_log)
+    runs/<mode>-<round>/requests.parquet  one row per ProduceRequest
+                                         (producer_core.results.request_log)
 
 Each run document names its companion files in ``files`` (paths relative to the
 directory). ``load_results`` reads a directory or any results JSON (including files

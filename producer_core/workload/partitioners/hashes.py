@@ -1,5 +1,6 @@
-"""Key hashes of both clients: Java's murmur2 (`producer_core.workload.partitioners.partitioner`) and librdkafka's
-CRC32 (`consistent`) and FNV-1a (`fnv1a`), each reduced to a partition as the client does."""
+"""Key hashes of both clients: Java's murmur2
+(`producer_core.workload.partitioners.partitioner`) and librdkafka's CRC32
+(`consistent`) and FNV-1a (`fnv1a`), each reduced to a partition as the client does."""
 
 from __future__ import annotations
 
