@@ -38,8 +38,9 @@ class BrokerTarget:
     """The bootstrap servers of a run and a short description for reports.
 
     ``implementation`` is ``tansu``, ``kafka`` or ``external``; ``version`` is the broker's
-    version when kbatch knows it from what it started (None: results_io asks Tansu, or
-    'unknown' for an external cluster); ``started_in_s`` how long starting it took.
+    version when kbatch knows it from what it started (Tansu's `--version`, Kafka's release;
+    None for an external cluster: the results say 'unknown'); ``started_in_s`` how long
+    starting it took.
     """
 
     bootstrap: str

@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import socket
-import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,7 +40,6 @@ __all__ = [
     "ResultsError",
     "RunRecorder",
     "add_facts",
-    "broker_version",
     "host_facts",
     "kbatch_version",
     "load_results",
@@ -123,29 +121,6 @@ def host_facts() -> dict[str, Any]:
     }
 
 
-@functools.cache
-def _tansu_version(binary: str) -> str:
-    try:
-        proc = subprocess.run([binary, "--version"], capture_output=True, text=True,
-                              timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    text = proc.stdout.strip() or proc.stderr.strip()
-    return text.splitlines()[0] if proc.returncode == 0 and text else "unknown"
-
-
-def broker_version(embedded: bool) -> str:
-    """``tansu --version`` for the embedded broker; 'unknown' for external clusters."""
-    if not embedded:
-        return "unknown"
-    from producer_core.brokers.embedded import find_tansu_binary
-
-    try:
-        return _tansu_version(str(find_tansu_binary()))
-    except Exception:  # the binary vanished after the run: the facts must not fail it
-        return "unknown"
-
-
 def add_facts(document: dict[str, Any], embedded: bool, broker: str | None = None, *,
               implementation: str | None = None, version: str | None = None) -> None:
     """Add kbatch/broker versions and host facts to a run or comparison document.
@@ -156,7 +131,7 @@ def add_facts(document: dict[str, Any], embedded: bool, broker: str | None = Non
     facts = {
         "kbatch_version": kbatch_version(),
         "broker_implementation": implementation or ("tansu" if embedded else "external"),
-        "broker_version": version or broker_version(embedded),
+        "broker_version": version or "unknown",
         "host": host_facts(),
     }
     document.update(facts)
