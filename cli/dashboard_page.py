@@ -209,7 +209,7 @@ def _sweep_document(snapshot: Snapshot) -> dict[str, Any] | None:
 def _eta(seconds: float | None) -> str:
     if seconds is None:
         return ""
-    from cli.sweep_cmd import _duration
+    from cli.results_tables import _duration
 
     return _duration(seconds)
 

@@ -3,7 +3,7 @@
 Pure: loaded results in, the page as a string out. Every script and style is inlined
 (plotly.js once, the charts as Plotly figures from cli/html_figures.py), so the file opens
 offline, can be mailed or kept as a CI artifact, and asks the network for nothing.
-The tables are the ones the terminal and report.md show (cli/report_cmd.py), as HTML.
+The tables are the ones the terminal and report.md show (cli/results_tables.py), as HTML.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from cli.html_figures import (
     percentile_figure,
 )
 from cli.markdown import _plain
-from cli.report_cmd import (
+from cli.results_tables import (
     _facts,
     _labels,
     _median_of,
