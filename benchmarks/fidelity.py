@@ -26,9 +26,9 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from producer_core.analysis.compare import compare, parse_mode_configs
-from producer_core.brokers.per_run import on_own_broker
 from producer_core.drivers.engine import run as engine_run
 from producer_core.drivers.kafka_java.fidelity import PAIRS, check
+from producer_core.measure.per_run import on_own_broker
 from producer_core.workload.workload import Workload
 
 SCENARIOS = {

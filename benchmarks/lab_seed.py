@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from producer_core.analysis.compare import compare, parse_mode_configs, summary_rows
+from producer_core.brokers.lab import Lab
+from producer_core.brokers.lab.protocol import API_PRODUCE
 from producer_core.config import MODES
-from producer_core.lab import Lab
-from producer_core.lab.protocol import API_PRODUCE
 from producer_core.workload.workload import Workload
 
 WANTED_MODES = ("librdkafka", "partition", "broker")

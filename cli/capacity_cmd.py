@@ -40,9 +40,9 @@ from producer_core.analysis.capacity import (
 )
 from producer_core.analysis.compare import parse_mode_configs, parse_modes
 from producer_core.analysis.sweep import parse_slo
-from producer_core.brokers.per_run import run_targets
 from producer_core.config import MODES
 from producer_core.errors import UsageError
+from producer_core.measure.per_run import run_targets
 from producer_core.results.results_io import RunRecorder, add_facts, write_json
 from producer_core.workload.workload import Workload
 

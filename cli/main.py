@@ -61,10 +61,10 @@ from cli.sweep_cmd import sweep
 from cli.txn_opts import transaction_options
 from producer_core.analysis.compare import compare, parse_mode_configs, parse_modes
 from producer_core.brokers import BrokerTarget
-from producer_core.brokers.per_run import run_targets, with_cost
 from producer_core.brokers.target import broker_target
 from producer_core.config import MODES, build_settings, settings_help
 from producer_core.errors import UsageError
+from producer_core.measure.per_run import run_targets, with_cost
 from producer_core.measure.verify_read import VerifyingRun, verify_unsupported
 from producer_core.modes import mode_help
 from producer_core.results.results_io import RunRecorder, add_facts, write_json, write_results_dir

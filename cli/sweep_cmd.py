@@ -35,10 +35,10 @@ from producer_core.analysis.sweep import (
 )
 from producer_core.analysis.sweep_run import SweepPlan, SweepRunner
 from producer_core.brokers import BrokerTarget
-from producer_core.brokers.per_run import run_targets
 from producer_core.config import MODES, parse_assignment
 from producer_core.distributed.plan import MASTER_FORMS, MAX_WORKERS
 from producer_core.errors import UsageError
+from producer_core.measure.per_run import run_targets
 
 DEFAULT_WINDOWS = "0,1,2,5,10,20,50,100,200,500"
 

@@ -52,7 +52,7 @@ class BrokerTarget:
     processes: Callable[[], BrokerProcesses] | None = None
     """The broker processes as they are now (None: kbatch started none)."""
     image: str | None = None  # --broker docker: the container image that ran
-    faults: Any = None  # a producer_core.faults.runner.FaultRunner when --fault is given
+    faults: Any = None  # a producer_core.brokers.faults.runner.FaultRunner when --fault is given
 
 
 def validate_broker_choice(broker: str, bootstrap: str | None, brokers: int,

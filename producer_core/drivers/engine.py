@@ -55,12 +55,7 @@ from producer_core.drivers.gc_quiet import quiet_gc
 from producer_core.drivers.generator import Generator
 from producer_core.drivers.precise_loop import new_event_loop
 from producer_core.drivers.run_checks import check_message_fits, largest_record, run_warnings
-from producer_core.errors import BrokerError
-from producer_core.modes import make_policy
-from producer_core.modes import mode as mode_spec
-from producer_core.results.intervals import IntervalRecorder, engine_live, expected_run_s
-from producer_core.results.metrics import Results, RunMetrics, Section
-from producer_core.run_types import (  # re-exported: callers import them from here
+from producer_core.drivers.run_types import (  # re-exported: callers import them from here
     INTERRUPTED,
     PROGRESS_INTERVAL_S,
     START_LEAD_S,
@@ -70,6 +65,11 @@ from producer_core.run_types import (  # re-exported: callers import them from h
     Progress,
     phased_start,
 )
+from producer_core.errors import BrokerError
+from producer_core.modes import make_policy
+from producer_core.modes import mode as mode_spec
+from producer_core.results.intervals import IntervalRecorder, engine_live, expected_run_s
+from producer_core.results.metrics import Results, RunMetrics, Section
 from producer_core.transport.produce_wire import ProduceRequest
 from producer_core.transport.transport import Cluster
 from producer_core.transport.txn_rpc import Coordinator

@@ -46,6 +46,13 @@ from producer_core.config import ProducerSettings
 from producer_core.core.memory import BlockedGenerator
 from producer_core.drivers.generator import ClientBatching, Generator
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
+from producer_core.drivers.run_types import (
+    PROGRESS_INTERVAL_S,
+    START_LEAD_S,
+    STOP_GRACE_S,
+    Delivery,
+    Progress,
+)
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.modes.librdkafka import create_producer, librdkafka_config, shown_config
 from producer_core.results.intervals import (
@@ -56,13 +63,6 @@ from producer_core.results.intervals import (
     topic_tally,
 )
 from producer_core.results.metrics import ClientCounts, Results, RunMetrics, Section, TopicMetrics
-from producer_core.run_types import (
-    PROGRESS_INTERVAL_S,
-    START_LEAD_S,
-    STOP_GRACE_S,
-    Delivery,
-    Progress,
-)
 from producer_core.security import scrub
 from producer_core.transport.transport import ensure_topics
 from producer_core.workload.partitioners import Partitioning

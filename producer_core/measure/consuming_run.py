@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from producer_core.core.ledger import Delivery
 from producer_core.measure import e2e
 from producer_core.measure.consumers import (
     Assignment,
@@ -31,7 +32,6 @@ from producer_core.measure.consumers import (
 )
 from producer_core.measure.verify import idempotence_enabled, verify_document
 from producer_core.measure.verify_read import end_offsets
-from producer_core.run_types import Delivery
 from producer_core.security import redact
 from producer_core.transport.transport import ensure_topics
 from producer_core.workload.workload import Workload

@@ -19,9 +19,9 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from producer_core.core.ledger import Delivery
 from producer_core.errors import BrokerError
 from producer_core.measure.verify import COUNTS, check_topic, idempotence_enabled, verify_document
-from producer_core.run_types import Delivery
 from producer_core.workload.workload import ID_BYTES, SizeSpec, Workload, message_id_of
 
 Offsets = dict[tuple[str, int], int]

@@ -25,11 +25,11 @@ from cli.html_figures import (
 )
 from cli.html_report import build_report
 from cli.prometheus_text import prometheus_text
+from producer_core.drivers.run_types import Progress
 from producer_core.errors import UsageError
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.intervals import IntervalRecorder, engine_live
 from producer_core.results.results_io import LoadedResults, add_facts
-from producer_core.run_types import Progress
 from tests.results_fakes import fake_comparison, fake_results
 
 

@@ -245,7 +245,7 @@ def test_java_refuses_batch_size_above_buffer_memory():
 
 
 def test_runs_start_at_one_phase_of_the_producers_millisecond():
-    from producer_core.run_types import START_PHASE_S, phased_start
+    from producer_core.drivers.run_types import START_PHASE_S, phased_start
 
     for earliest, offset in [(100.0123456, 0.0), (100.0123456, 1.7e9 + 0.00037),
                              (5.00025, 0.0), (7.0009, -0.0004)]:

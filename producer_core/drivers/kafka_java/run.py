@@ -35,6 +35,13 @@ from producer_core.drivers.generator import ClientBatching, Generator
 from producer_core.drivers.kafka_java import protocol
 from producer_core.drivers.kafka_java.driver import Driver, prepare
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
+from producer_core.drivers.run_types import (
+    PROGRESS_INTERVAL_S,
+    START_LEAD_S,
+    Delivery,
+    Progress,
+    phased_start,
+)
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.modes.kafka_java_settings import java_properties
 from producer_core.results.histogram import LatencyHistogram
@@ -45,13 +52,6 @@ from producer_core.results.metrics import (
     RunMetrics,
     Section,
     TopicMetrics,
-)
-from producer_core.run_types import (
-    PROGRESS_INTERVAL_S,
-    START_LEAD_S,
-    Delivery,
-    Progress,
-    phased_start,
 )
 from producer_core.security import redact, scrub
 from producer_core.transport.transport import ensure_topics

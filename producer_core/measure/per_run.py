@@ -50,7 +50,7 @@ def tansu_shape(brokers: int = 1, rtt_ms: float = 0.0, jitter_ms: float = 0.0,
                 **_rest: Any) -> str:
     """Describe the Tansu broker or lab `broker_target` would start; refuse a bad shape now,
     before any run, as starting it would."""
-    from producer_core.lab import DelayModel, validate_shape
+    from producer_core.brokers.lab import DelayModel, validate_shape
 
     validate_shape(brokers, None)
     delay = DelayModel(rtt_ms, jitter_ms)

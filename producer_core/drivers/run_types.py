@@ -1,5 +1,5 @@
-"""What every run driver shares: the progress snapshot, the delivery record, the timing
-constants and the driver's call signature.
+"""What every run driver shares: the progress snapshot, the delivery record (defined by
+the core's ledger, which makes them), the timing constants and the driver's call signature.
 
 kbatch's engine (`engine.py`), librdkafka (`librdkafka_engine.py`) and the Java producer
 (`kafka_java/run.py`) all run a workload the same way and return the same `Results`; they
@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from producer_core.core.ledger import Delivery
 
 if TYPE_CHECKING:
     from producer_core.config import ProducerSettings
@@ -45,18 +47,6 @@ class Progress:
     target_messages: int | None
     generator_lag_p99_ms: float | None = None
     """How late the generator is against the rate schedule (None: the driver cannot tell)."""
-
-
-@dataclass
-class Delivery:
-    """Where one acknowledged batch landed: for tests that read the topic back."""
-
-    topic: str
-    partition: int
-    base_offset: int
-    message_ids: list[int]
-    aborted: bool = False
-    """Written in a transaction that was then aborted (read_committed never sees it)."""
 
 
 class RunDriver(Protocol):

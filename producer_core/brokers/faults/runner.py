@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from producer_core.faults.spec import FaultSpec
+from producer_core.brokers.faults.spec import FaultSpec
 
 #: action -> (method that begins it, method that ends it or None)
 OPERATIONS: dict[str, tuple[str, str | None]] = {

@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import producer_core.lab.protocol as protocol
+import producer_core.brokers.lab.protocol as protocol
+from producer_core.brokers.lab.delay import DelayModel, OrderedRelease
+from producer_core.brokers.lab.layout import Layout, Node
 from producer_core.errors import BrokerError
-from producer_core.lab.delay import DelayModel, OrderedRelease
-from producer_core.lab.layout import Layout, Node
 from producer_core.loop_thread import LoopThread
 
 _SIZE = struct.Struct(">i")

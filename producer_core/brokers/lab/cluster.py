@@ -23,11 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 
 from producer_core.brokers.embedded import EmbeddedBroker
+from producer_core.brokers.lab.delay import DelayModel
+from producer_core.brokers.lab.facade import Facade
+from producer_core.brokers.lab.layout import Layout, Node
+from producer_core.brokers.lab.process import FacadeProcess
 from producer_core.errors import BrokerError, UsageError
-from producer_core.lab.delay import DelayModel
-from producer_core.lab.facade import Facade
-from producer_core.lab.layout import Layout, Node
-from producer_core.lab.process import FacadeProcess
 
 MAX_BROKERS = 16
 """Each backend is a Tansu process (~15 MB, two runtime threads); more than this on one

@@ -68,7 +68,7 @@ from aiokafka.protocol.types import (
     UnsignedVarInt32,
 )
 
-from producer_core.lab.layout import Layout
+from producer_core.brokers.lab.layout import Layout
 
 API_PRODUCE = 0
 API_FETCH = 1

@@ -20,8 +20,8 @@ import contextlib
 import struct
 from collections.abc import Sequence
 
+from producer_core.brokers.lab.delay import DelayModel
 from producer_core.errors import BrokerError
-from producer_core.lab.delay import DelayModel
 from producer_core.loop_thread import LoopThread
 
 _SIZE = struct.Struct(">i")

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from producer_core.brokers.child_process import SPAWNER, pdeathsig_preexec
+from producer_core.brokers.lab.delay import DelayModel
+from producer_core.brokers.lab.layout import Layout, Node
 from producer_core.errors import BrokerError, UsageError
-from producer_core.lab.delay import DelayModel
-from producer_core.lab.layout import Layout, Node
 
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+_PACKAGE_ROOT = Path(__file__).resolve().parents[3]
 
 
 class FacadeProcess:
@@ -71,7 +71,7 @@ class FacadeProcess:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
         preexec = pdeathsig_preexec(os.getpid())
-        cmd = [sys.executable, "-c", "from producer_core.lab.process import main; main()"]
+        cmd = [sys.executable, "-c", "from producer_core.brokers.lab.process import main; main()"]
 
         def spawn() -> subprocess.Popen[str]:
             return subprocess.Popen(
@@ -165,7 +165,7 @@ def _readline(stream: IO[str], timeout_s: float) -> str:
 
 
 def main() -> None:
-    from producer_core.lab.facade import Facade
+    from producer_core.brokers.lab.facade import Facade
 
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but replies may reach the parent's pipe
