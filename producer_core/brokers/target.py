@@ -9,7 +9,7 @@ from pathlib import Path
 
 from producer_core.brokers import BrokerProcesses, BrokerTarget, validate_broker_choice
 from producer_core.brokers.docker_target import FAULT_PROPERTIES, docker_target, faults_on
-from producer_core.brokers.embedded import EmbeddedBroker, tansu_version
+from producer_core.brokers.embedded import EmbeddedBroker
 from producer_core.brokers.faults.spec import FaultSpec, check_supported, parse_faults
 from producer_core.brokers.kafka_target import kafka_target
 from producer_core.brokers.lab import Lab
@@ -76,7 +76,6 @@ def broker_target(
     if lab_wanted:
         with Lab(brokers, rtt_ms, jitter_ms) as lab:
             yield BrokerTarget(lab.bootstrap, lab.description, embedded=True,
-                               version=tansu_version(),
                                processes=lambda: BrokerProcesses(
                                    {str(i): p for i, p in enumerate(lab.pids, start=1)},
                                    other_pids=tuple(p for p in [lab.facade_pid] if p)))
@@ -84,7 +83,6 @@ def broker_target(
     with EmbeddedBroker() as tansu:
         yield BrokerTarget(
             tansu.bootstrap, f"embedded Tansu broker at {tansu.bootstrap}", embedded=True,
-            version=tansu_version(),
             processes=lambda: BrokerProcesses({"1": tansu.pid} if tansu.pid else {}))
 
 
