@@ -40,12 +40,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-import producer_core.engine as engine_module  # noqa: E402
+import producer_core.drivers.engine as engine_module  # noqa: E402
 from benchmarks.throughput import OtherLoad  # noqa: E402
 from producer_core.brokers.embedded import EmbeddedBroker  # noqa: E402
 from producer_core.config import build_settings  # noqa: E402
-from producer_core.workload import Workload  # noqa: E402
-from producer_core.workload_file import load_workload  # noqa: E402
+from producer_core.workload.workload import Workload  # noqa: E402
+from producer_core.workload.workload_file import load_workload  # noqa: E402
 
 
 @dataclass

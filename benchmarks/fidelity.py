@@ -1,7 +1,7 @@
 """Fidelity of kbatch's emulations against the real clients they reproduce (issue #18).
 
 For each broker (the embedded Tansu broker and a 3-node Apache Kafka cluster) and each
-scenario, runs each pair of `producer_core.kafka_java.fidelity.PAIRS` on the same workload
+scenario, runs each pair of `producer_core.drivers.kafka_java.fidelity.PAIRS` on the same workload
 (fresh topics, same seed), interleaved, and prints one table row per pair and figure with
 the bounds' verdict:
 
@@ -25,11 +25,11 @@ import sys
 from contextlib import AbstractContextManager
 from typing import Any
 
-from producer_core.brokers.per_run import on_own_broker
-from producer_core.compare import compare, parse_mode_configs
-from producer_core.engine import run as engine_run
-from producer_core.kafka_java.fidelity import PAIRS, check
-from producer_core.workload import Workload
+from producer_core.analysis.compare import compare, parse_mode_configs
+from producer_core.drivers.engine import run as engine_run
+from producer_core.drivers.kafka_java.fidelity import PAIRS, check
+from producer_core.measure.per_run import on_own_broker
+from producer_core.workload.workload import Workload
 
 SCENARIOS = {
     "seed": {"partitions": 1000, "rate": 20000, "linger_ms": 500},

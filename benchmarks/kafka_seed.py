@@ -34,9 +34,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from producer_core.analysis.compare import compare, parse_mode_configs
 from producer_core.brokers.kafka import KafkaCluster
-from producer_core.compare import compare, parse_mode_configs
-from producer_core.transport import Cluster
+from producer_core.transport.transport import Cluster
 
 MODES = "librdkafka,partition,java,broker,adaptive"
 BROKER_CONFIG = ["broker:broker.batch.max.bytes=10485760", "broker:max.request.size=10485760"]
@@ -50,7 +50,7 @@ _SUMMARY = re.compile(
 
 
 def kbatch_modes(args: argparse.Namespace, cluster: KafkaCluster) -> dict[str, Any]:
-    from producer_core.workload import Workload
+    from producer_core.workload.workload import Workload
 
     modes = args.modes.split(",")
     workload = Workload(topic="kafka-seed", partitions=args.partitions, rate=args.rate,

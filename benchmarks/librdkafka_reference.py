@@ -36,9 +36,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from producer_core.analysis.compare import compare, parse_mode_configs
 from producer_core.brokers.kafka import KafkaCluster
-from producer_core.compare import compare, parse_mode_configs
-from producer_core.workload import Workload
+from producer_core.workload.workload import Workload
 
 _SUMMARY = re.compile(
     r"% (\d+) messages produced \((\d+) bytes\), (\d+) delivered \(offset -?\d+, (\d+) failed\) "
@@ -51,7 +51,7 @@ def _topic(cluster: KafkaCluster, name: str, partitions: int) -> None:
     """A fresh topic of the scenario's shape, created through kbatch's own transport."""
     import asyncio
 
-    from producer_core.transport import Cluster
+    from producer_core.transport.transport import Cluster
 
     async def create() -> None:
         client = Cluster(cluster.bootstrap)

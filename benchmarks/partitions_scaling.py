@@ -76,10 +76,10 @@ def own_cpu_s() -> float:
 
 def child(args: argparse.Namespace) -> None:
     """One run, in this process: create the topic, say READY, run, print the figures."""
-    from producer_core.compare import parse_mode_configs
-    from producer_core.engine import run
-    from producer_core.transport import Cluster
-    from producer_core.workload import Workload
+    from producer_core.analysis.compare import parse_mode_configs
+    from producer_core.drivers.engine import run
+    from producer_core.transport.transport import Cluster
+    from producer_core.workload.workload import Workload
 
     topic = f"scaling-{args.mode}-{args.partitions}-{time.time_ns()}"
 
@@ -125,7 +125,7 @@ async def delete_topic(bootstrap: str, topic: str) -> None:
     two 10,000-partition topics took this machine's node past its 20,000-file limit."""
     from aiokafka.protocol.admin import DeleteTopicsRequest
 
-    from producer_core.transport import Cluster
+    from producer_core.transport.transport import Cluster
 
     cluster = Cluster(bootstrap)
     try:

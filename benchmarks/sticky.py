@@ -32,8 +32,8 @@ if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
 
 from producer_core.brokers.embedded import EmbeddedBroker  # noqa: E402
 from producer_core.config import build_settings  # noqa: E402
-from producer_core.engine import Delivery, run  # noqa: E402
-from producer_core.workload import Workload  # noqa: E402
+from producer_core.drivers.engine import Delivery, run  # noqa: E402
+from producer_core.workload.workload import Workload  # noqa: E402
 
 WINDOW_MS = 500
 PARTITIONS = 1000

@@ -42,9 +42,9 @@ if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
 
 from producer_core.brokers.embedded import EmbeddedBroker  # noqa: E402
 from producer_core.config import build_settings  # noqa: E402
-from producer_core.engine import Progress, run  # noqa: E402
-from producer_core.transport import Cluster  # noqa: E402
-from producer_core.workload import Workload  # noqa: E402
+from producer_core.drivers.engine import Progress, run  # noqa: E402
+from producer_core.transport.transport import Cluster  # noqa: E402
+from producer_core.workload.workload import Workload  # noqa: E402
 
 POLL_EVERY = 100
 """confluent-kafka: messages produced between two poll(0) calls (serves delivery callbacks)."""

@@ -56,8 +56,8 @@ def analyze(inputs: tuple[Path, ...], group_by: str, where: str | None, out_dir:
     msgs/req, partitions/req, bytes/req, round-trip percentiles (percentile_approx),
     requests per second (mean and peak second); written as Parquet and printed.
     """
-    from producer_core.analyze import analyze as run_analysis
-    from producer_core.analyze import check_group_by, find_runs, session_conf
+    from producer_core.analysis.analyze import analyze as run_analysis
+    from producer_core.analysis.analyze import check_group_by, find_runs, session_conf
     from producer_core.distributed.session import (
         describe_spark_error,
         parse_conf,
@@ -68,7 +68,7 @@ def analyze(inputs: tuple[Path, ...], group_by: str, where: str | None, out_dir:
     master = parse_master(spark_master)
     group = check_group_by(group_by)
     if where is not None:
-        from producer_core.where import parse_where
+        from producer_core.analysis.where import parse_where
 
         parse_where(where)  # refused here, before any JVM starts
     conf = {**session_conf(master.slots), **parse_conf(spark_conf)}

@@ -13,8 +13,8 @@ from cli.charts import mode_color
 
 def _limit_ms(slo: str) -> float | None:
     """The SLO's limit in ms ('p99<=100ms', 'p99<1s'), for the dashed line."""
+    from producer_core.analysis.sweep import parse_slo
     from producer_core.errors import UsageError
-    from producer_core.sweep import parse_slo
 
     try:
         return parse_slo(slo).limit_ms

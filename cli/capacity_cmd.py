@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.table import Table
 
 from cli.bounded import FiniteFloat
 from cli.client_opts import client_inputs, client_options, finish_settings
@@ -26,6 +25,7 @@ from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape
 from cli.output_mode import output_from_flags, output_options
 from cli.render import console, out
+from cli.results_tables import METRIC, capacity_table
 from cli.settings_checks import check_fits, check_setting_texts
 from cli.spark_opts import Runner
 from cli.stopping import StopOnSignal, accepts_stop
@@ -38,36 +38,19 @@ from producer_core.analysis.capacity import (
     SearchPlan,
     find_capacity,
 )
-from producer_core.brokers.per_run import run_targets
-from producer_core.compare import parse_mode_configs, parse_modes
+from producer_core.analysis.compare import parse_mode_configs, parse_modes
+from producer_core.analysis.sweep import parse_slo
 from producer_core.config import MODES
 from producer_core.errors import UsageError
-from producer_core.results_io import RunRecorder, add_facts, write_json
-from producer_core.sweep import parse_slo
-from producer_core.workload import Workload
-
-METRIC = "max_sustainable_msgs_per_s"
+from producer_core.measure.per_run import run_targets
+from producer_core.results.results_io import RunRecorder, add_facts, write_json
+from producer_core.workload.workload import Workload
 
 
 def probe_line(mode: str, index: int, probe: Probe) -> str:
     verdict = "sustained" if probe.ok else "not sustained"
     return (f"[{mode}] probe {index} ({probe.phase}): {probe.rate:,.0f} msg/s "
             f"{verdict}: {probe.reason}")
-
-
-def capacity_table(document: dict[str, Any]) -> Table:
-    """One row per mode: the rate, the bracket it ended in, probes run, why it stopped."""
-    table = Table(title=f"highest sustained rate, {document['capacity']['slo']}")
-    for name, justify in (("mode", "left"), ("msg/s", "right"), ("bracket", "right"),
-                          ("probes", "right"), ("search", "left")):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for mode, found in document["capacity"]["modes"].items():
-        value = found[METRIC]
-        lo, hi = found["bracket"]
-        bracket = f"{lo or 0:,.0f}–{hi:,.0f}" if hi is not None else f"≥ {lo or 0:,.0f}"
-        table.add_row(mode, "none" if value is None else f"{value:,.0f}", bracket,
-                      str(len(found["probes"])), found["stopped"])
-    return table
 
 
 def capacity_document(results: dict[str, Capacity], criteria: Criteria,

@@ -82,7 +82,7 @@ def check_consume(consume: ConsumeOptions | None, runner_master: Any, workload: 
                          "start on other hosts, whose clocks are not the consumers' (see "
                          "docs/guides/end-to-end-latency.md). Measure end-to-end latency "
                          "with --runner local.")
-    from producer_core.verify_read import verify_unsupported
+    from producer_core.measure.verify_read import verify_unsupported
 
     reason = verify_unsupported(workload)
     if reason:

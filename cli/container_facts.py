@@ -34,7 +34,7 @@ def add_container_facts(document: dict[str, Any], target: BrokerTarget) -> None:
 
 def fault_note(row: dict[str, Any]) -> str:
     """The faults active during an interval line's interval, as a suffix of the line."""
-    from producer_core.faults.runner import current
+    from producer_core.brokers.faults.runner import current
 
     runner = current()
     if runner is None:
@@ -50,7 +50,7 @@ def fault_note(row: dict[str, Any]) -> str:
 
 def align_faults(run_elapsed_s: float) -> None:
     """Let ``--fault at=`` count from the run's start (see FaultRunner.align_to_run)."""
-    from producer_core.faults.runner import current
+    from producer_core.brokers.faults.runner import current
 
     runner = current()
     if runner is not None:

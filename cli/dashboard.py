@@ -283,7 +283,7 @@ class _CellSink:
     """A sweep cell's progress callback when only the dashboard listens."""
 
     def __init__(self, live: tuple[DashboardState, LiveRun]) -> None:
-        from producer_core.intervals import DEFAULT_INTERVAL_S
+        from producer_core.results.intervals import DEFAULT_INTERVAL_S
 
         self.state, self.run = live
         self.report_interval_s = DEFAULT_INTERVAL_S
@@ -328,7 +328,7 @@ def finish_dashboard(documents: dict[str, Any] | list[Any] | Path, out_dir: Path
     if dashboard is None:
         return None
     from cli.report_cmd import write_html_report
-    from producer_core.results_io import RESULTS_FILE, LoadedResults, load_results
+    from producer_core.results.results_io import RESULTS_FILE, LoadedResults, load_results
 
     if isinstance(documents, Path):
         loaded = [load_results(documents)]

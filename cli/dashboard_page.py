@@ -170,7 +170,7 @@ def live_figures(snapshot: Snapshot, max_lines: int) -> dict[str, Any]:
         over_time_figures,
         percentile_figure,
     )
-    from producer_core.results_io import merge_encoded
+    from producer_core.results.results_io import merge_encoded
 
     runs = [run for run in snapshot.runs if run.rows][-max_lines:]
     figures: dict[str, Any] = {}
@@ -209,7 +209,7 @@ def _sweep_document(snapshot: Snapshot) -> dict[str, Any] | None:
 def _eta(seconds: float | None) -> str:
     if seconds is None:
         return ""
-    from cli.sweep_cmd import _duration
+    from cli.results_tables import _duration
 
     return _duration(seconds)
 

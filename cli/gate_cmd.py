@@ -12,7 +12,7 @@ from cli.errors import friendly_errors
 from cli.markdown import table_to_markdown
 from cli.output_paths import writable_file
 from cli.render import out
-from producer_core.gate import (
+from producer_core.analysis.gate import (
     MetricSource,
     Verdict,
     evaluate,
@@ -20,7 +20,7 @@ from producer_core.gate import (
     format_number,
     load_gates,
 )
-from producer_core.results_io import load_results
+from producer_core.results.results_io import load_results
 
 _STYLE = {"pass": "green", "FAIL": "bold red", "ERROR": "bold yellow"}
 

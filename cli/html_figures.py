@@ -22,9 +22,9 @@ import plotly.graph_objects as go
 from matplotlib.colors import to_hex
 
 from cli.charts import mode_color, percentile_curve
-from producer_core.histogram import LatencyHistogram
-from producer_core.intervals import ROW_COUNTERS
-from producer_core.metric_catalog import METRICS
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.intervals import ROW_COUNTERS
+from producer_core.results.metric_catalog import METRICS
 
 __all__ = ["Line", "bars_figure", "frontier_figure", "mode_hex", "over_time_figures",
            "over_time_panels", "percentile_figure"]
@@ -321,7 +321,7 @@ def frontier_figure(document: Mapping[str, Any]) -> go.Figure | None:
             hovertext=[_cell_hover(c, latency) for c in group], hoverinfo="text"))
     slo = sweep.get("slo")
     if slo:
-        from producer_core.sweep import parse_slo
+        from producer_core.analysis.sweep import parse_slo
 
         limit = parse_slo(slo).limit_ms  # a trace, not a shape: shapes take log10 on a log axis
         xs = [c["figures"]["requests_per_s"]["median"] for c in cells]

@@ -3,7 +3,7 @@
 Pure: loaded results in, the page as a string out. Every script and style is inlined
 (plotly.js once, the charts as Plotly figures from cli/html_figures.py), so the file opens
 offline, can be mailed or kept as a CI artifact, and asks the network for nothing.
-The tables are the ones the terminal and report.md show (cli/report_cmd.py), as HTML.
+The tables are the ones the terminal and report.md show (cli/results_tables.py), as HTML.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from cli.html_figures import (
     percentile_figure,
 )
 from cli.markdown import _plain
-from cli.report_cmd import (
+from cli.results_tables import (
     _facts,
     _labels,
     _median_of,
@@ -35,7 +35,7 @@ from cli.report_cmd import (
     live_table,
     run_topic_tables,
 )
-from producer_core.results_io import LoadedResults, run_group
+from producer_core.results.results_io import LoadedResults, run_group
 
 __all__ = ["CSS", "PLOTLY_CONFIG", "build_report", "figure_div", "page", "table_to_html"]
 

@@ -16,9 +16,8 @@ from cli.options import broker_options
 from cli.render import console
 from producer_core.brokers import validate_broker_choice
 from producer_core.brokers.kafka_security import LAB_LISTENER, LAB_PROTOCOLS, SecuredLab
-from producer_core.errors import BrokerError, UsageError
-from producer_core.lab import MAX_BROKERS, DelayModel, Lab
-from producer_core.lab.state import (
+from producer_core.brokers.lab import MAX_BROKERS, DelayModel, Lab
+from producer_core.brokers.lab.state import (
     UP_MARKER,
     backend_marker,
     identity,
@@ -31,6 +30,7 @@ from producer_core.lab.state import (
     state_path,
     write_state,
 )
+from producer_core.errors import BrokerError, UsageError
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 

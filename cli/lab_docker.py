@@ -8,8 +8,8 @@ import time
 import click
 
 from cli.render import console
+from producer_core.brokers.lab.state import identity, write_state
 from producer_core.errors import BrokerError, UsageError
-from producer_core.lab.state import identity, write_state
 
 
 def serve_docker_lab(brokers: int, rtt_ms: float, jitter_ms: float, kafka_image: str | None,

@@ -13,12 +13,12 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cli.render import console
+from producer_core.brokers.lab.state import start_time, take_restart_request, write_state
 from producer_core.errors import KbatchError
-from producer_core.lab.state import start_time, take_restart_request, write_state
 
 if TYPE_CHECKING:
     from producer_core.brokers.kafka import KafkaCluster
-    from producer_core.lab import Lab
+    from producer_core.brokers.lab import Lab
 
 POLL_S = 0.2
 

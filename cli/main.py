@@ -59,16 +59,16 @@ from cli.stopping import StopOnSignal, accepts_stop
 from cli.streams import end_startup_signals, guard_shutdown_signals
 from cli.sweep_cmd import sweep
 from cli.txn_opts import transaction_options
+from producer_core.analysis.compare import compare, parse_mode_configs, parse_modes
 from producer_core.brokers import BrokerTarget
-from producer_core.brokers.per_run import run_targets, with_cost
 from producer_core.brokers.target import broker_target
-from producer_core.compare import compare, parse_mode_configs, parse_modes
 from producer_core.config import MODES, build_settings, settings_help
 from producer_core.errors import UsageError
+from producer_core.measure.per_run import run_targets, with_cost
+from producer_core.measure.verify_read import VerifyingRun, verify_unsupported
 from producer_core.modes import mode_help
-from producer_core.results_io import RunRecorder, add_facts, write_json, write_results_dir
-from producer_core.verify_read import VerifyingRun, verify_unsupported
-from producer_core.workload import Workload
+from producer_core.results.results_io import RunRecorder, add_facts, write_json, write_results_dir
+from producer_core.workload.workload import Workload
 
 OUT_HELP = ("Write a results directory: results.json (schema v1), and per run the latency "
             ".hgrm, the encoded histogram and the per-request log (Parquet). "

@@ -15,8 +15,8 @@ from producer_core import bounds
 from producer_core.brokers import BROKERS
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
 from producer_core.errors import UsageError
-from producer_core.workload import Workload
-from producer_core.workload_file import check_sends_something, load_workload
+from producer_core.workload.workload import Workload
+from producer_core.workload.workload_file import check_sends_something, load_workload
 
 
 class RateType(click.ParamType):

@@ -26,8 +26,8 @@ from rich.text import Text
 from cli.consume_render import interval_suffix
 from cli.container_facts import align_faults, fault_note
 from cli.render import console, out
-from producer_core.engine import Progress
-from producer_core.intervals import DEFAULT_INTERVAL_S
+from producer_core.drivers.engine import Progress
+from producer_core.results.intervals import DEFAULT_INTERVAL_S
 
 OUTPUT_FLAGS = ("report_interval", "quiet")
 
@@ -105,7 +105,7 @@ def progress_text(label: str, p: Progress) -> str:
 
 
 def interval_line(label: str, row: dict[str, Any]) -> str:
-    """One interval as one line (see `producer_core.intervals.row`)."""
+    """One interval as one line (see `producer_core.results.intervals.row`)."""
     return (f"{label} {row['start_s']:7.1f}-{row['end_s']:.1f} s  "
             f"msgs/s {row['msgs_per_s']:,.0f}  MB/s {row['mb_per_s']:,.2f}  "
             f"req/s {row['requests_per_s']:,.0f}  msgs/req {row['msgs_per_req']:,.1f}  "
@@ -115,7 +115,7 @@ def interval_line(label: str, row: dict[str, Any]) -> str:
 
 class ProgressSink:
     """The engine's progress callback; its attributes configure the interval recorder
-    (`producer_core.intervals.IntervalRecorder.for_callback`)."""
+    (`producer_core.results.intervals.IntervalRecorder.for_callback`)."""
 
     def __init__(self, label: str, live: Live | None, output: Output) -> None:
         self.label = label

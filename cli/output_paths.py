@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from producer_core.errors import UsageError
-from producer_core.results_io import RESULTS_FILE
+from producer_core.results.results_io import RESULTS_FILE
 
 RUNS_DIR = "runs"
 

@@ -15,8 +15,8 @@ import click
 
 from cli.options import _explicit
 from producer_core.errors import UsageError
-from producer_core.payload import PayloadSpec
-from producer_core.workload import Workload
+from producer_core.workload.payload import PayloadSpec
+from producer_core.workload.workload import Workload
 
 PAYLOAD_FLAGS = ("payload_file", "payload_delimiter", "compressibility")
 

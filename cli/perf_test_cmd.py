@@ -41,10 +41,10 @@ from cli.txn_opts import transaction_options
 from producer_core.brokers.target import broker_target
 from producer_core.config import MODES, build_settings
 from producer_core.errors import UsageError
-from producer_core.payload import PayloadSpec, file_value_sizes
-from producer_core.perf_test_format import total_line, window_line
-from producer_core.results_io import RunRecorder, add_facts, write_json
-from producer_core.workload import Workload
+from producer_core.results.perf_test_format import total_line, window_line
+from producer_core.results.results_io import RunRecorder, add_facts, write_json
+from producer_core.workload.payload import PayloadSpec, file_value_sizes
+from producer_core.workload.workload import Workload
 
 DEFAULT_REPORTING_INTERVAL_MS = 5000
 """ProducerPerformance's --reporting-interval default."""
@@ -85,7 +85,7 @@ def mean_value_bytes(payload: PayloadSpec, record_size: int, id_bytes: int = 8) 
 
 
 async def _existing_partitions(bootstrap: str, settings: Any, topic: str) -> int | None:
-    from producer_core.transport import Cluster
+    from producer_core.transport.transport import Cluster
 
     cluster = Cluster.for_settings(bootstrap, settings)
     try:
@@ -102,7 +102,7 @@ def payload_notices(payload: PayloadSpec) -> None:
     """What ProducerPerformance prints when it reads --payload-file."""
     if payload.kind != "file" or payload.file is None:
         return
-    from producer_core.payload import cached_records
+    from producer_core.workload.payload import cached_records
 
     emit(f"Reading payloads from: {Path(payload.file).absolute()}")
     emit(f"Number of records read: {len(cached_records(payload.file, payload.delimiter))}")
@@ -188,7 +188,7 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
     value_bytes = mean_value_bytes(payload, kwargs["message_size"])
     for warning in settings.warnings:
         console.print(f"[yellow]Warning:[/yellow] {warning}", soft_wrap=True)
-    from producer_core.engine import run as engine_run
+    from producer_core.drivers.engine import run as engine_run
 
     with StopOnSignal() as stopper:
         with broker_target(client.bootstrap) as target:

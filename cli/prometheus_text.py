@@ -57,7 +57,7 @@ class _Families:
 
 
 def _latency_quantiles(rows: Iterable[dict[str, Any]]) -> dict[float, float]:
-    from producer_core.results_io import merge_encoded
+    from producer_core.results.results_io import merge_encoded
 
     histogram = merge_encoded(r["latency_us"] for r in rows if r.get("latency_us"))
     if not histogram.count:

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.broker_cost_render import broker_cost_rows
-from producer_core.metric_catalog import summary_metric
 from producer_core.modes import COLLECTOR_MODES
+from producer_core.results.metric_catalog import summary_metric
 
 console = Console(stderr=True)
 """Progress and notices go to stderr so stdout stays clean for tables and pipes."""
@@ -202,14 +202,14 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
     It fits `width` (default: the terminal's): where a column per mode and a change column
     per mode would not fit, each mode's change goes under its value in one column, so no
     mode name is ever cut short."""
-    from producer_core.compare import change_text
+    from producer_core.analysis.compare import change_text
 
     summary = document["summary"]
     modes = [mode for mode in document["modes"] if mode in summary]  # a stopped run: fewer
     repeat = document["repeat"]
     title = "kbatch compare-modes" + (f" — median (min–max) of {repeat} rounds"
                                       if repeat > 1 else "")
-    from producer_core.compare import present_metrics
+    from producer_core.analysis.compare import present_metrics
 
     metrics = present_metrics(summary, modes)  # older results lack some metrics
     cells = {mode: [_cell(metric, summary[mode][metric], repeat) for metric in metrics]

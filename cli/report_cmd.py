@@ -10,137 +10,30 @@ from typing import Any
 
 import click
 import numpy as np
-from rich import box
-from rich.table import Table
 
 from cli.errors import friendly_errors
 from cli.markdown import table_to_markdown
 from cli.output_paths import writable_dir, writable_file
-from cli.render import comparison_table, console, out, summary_table, topics_table
-from producer_core.histogram import LatencyHistogram
-from producer_core.metric_catalog import SUMMARY_METRICS
-from producer_core.metrics import E2E_HISTOGRAM_KEY
+from cli.render import console, out
+from cli.results_tables import (
+    _facts,
+    _labels,
+    _median_of,
+    _name,
+    _run_label,
+    latency_table,
+    live_table,
+    run_topic_tables,
+)
 from producer_core.modes import keeps_request_log
-from producer_core.results_io import (
-    RESULTS_FILE,
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.metrics import E2E_HISTOGRAM_KEY
+from producer_core.results.results_io import (
     LoadedResults,
     load_results,
     merge_encoded,
     run_group,
 )
-
-LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
-                   ("p99.9", "p999_ms"), ("max", "max_ms"), ("mean", "mean_ms"))
-
-
-def live_table(item: LoadedResults) -> Table:
-    """The table the live command printed for these results."""
-    if item.document.get("kind") == "sweep":
-        from cli.sweep_cmd import sweep_table
-
-        return sweep_table(item.document)
-    if item.document.get("kind") == "capacity":
-        from cli.capacity_cmd import capacity_table
-
-        return capacity_table(item.document)
-    if item.kind == "comparison":
-        return comparison_table(item.document)
-    return summary_table(item.document)
-
-
-def latency_table(item: LoadedResults) -> Table:
-    """Latency percentiles of every run, exactly as in the JSON (ms)."""
-    narrow = (out.width or 80) < 100  # 80 columns: no vertical rules, so no number is cut
-    e2e = any("e2e_latency" in run for run in item.runs)
-    table = Table(title="ack latency, intended send → acknowledgement (ms)" + (
-        "; end-to-end, intended send → consume (--consume)" if e2e else ""),
-        box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
-    labels = [_run_label(item, run) for run in item.runs]
-    table.add_column("run", no_wrap=True, min_width=max(map(len, labels), default=3))
-    for header, _ in LATENCY_COLUMNS:
-        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
-    table.add_column("count", justify="right", no_wrap=True, min_width=5)
-    for run in item.runs:
-        for suffix, key in (("", "latency"), (" end-to-end", "e2e_latency")):
-            latency = run.get(key)
-            if latency is None:
-                continue
-            table.add_row(_run_label(item, run) + suffix, *(
-                f"{latency[k]:,.3f}" for _, k in LATENCY_COLUMNS), f"{latency['count']:,}")
-    return table
-
-
-def run_topic_tables(item: LoadedResults) -> list[Table]:
-    """The per-topic table of every run with more than one topic."""
-    tables = []
-    for run in item.runs:
-        if len(run.get("topics", {})) > 1:
-            table = topics_table(run)
-            table.title = f"{_run_label(item, run)}: {table.title}"
-            tables.append(table)
-    return tables
-
-
-def _run_label(item: LoadedResults, run: dict[str, Any]) -> str:
-    repeat = item.document.get("repeat", 1)
-    return run_group(run) + (f" round {run.get('round', 1)}" if repeat > 1 else "")
-
-
-def _name(item: LoadedResults) -> str:
-    return item.path.parent.name if item.path.name == RESULTS_FILE else item.path.stem
-
-
-def _labels(loaded: Sequence[LoadedResults]) -> list[tuple[LoadedResults, str, str]]:
-    """(results, mode, chart label) for every mode of every input."""
-    many = len(loaded) > 1
-    return [(item, mode, f"{_name(item)}: {mode}" if many else mode)
-            for item in loaded for mode in item.modes]
-
-
-def _median_of(item: LoadedResults, mode: str, metric: str) -> float:
-    """What the live table shows for a mode: the comparison's median, or the run's value."""
-    if item.kind == "comparison":
-        return float(item.document["summary"][mode][metric]["median"])
-    return float(SUMMARY_METRICS[metric](item.document))
-
-
-def _facts(item: LoadedResults) -> list[str]:
-    doc = item.document
-    w = doc["workload"]
-    rate = w.get("rate")
-    topics = w.get("topics") or []
-    if topics:  # a workload file: its topics replace the one-topic flags
-        partitions = sum(int(t.get("partitions", 0)) for t in topics if isinstance(t, dict))
-        parts = [f"{len(topics)} topics, {partitions:,} partitions"]
-    else:
-        parts = [f"{w.get('partitions')} partitions",
-                 "rate max" if rate is None else f"{rate:,.0f} msg/s"]
-    if w.get("duration_s") is not None:
-        parts.append(f"{w['duration_s']:g} s")
-    if w.get("messages") is not None:
-        parts.append(f"{w['messages']:,} messages")
-    if not topics:
-        parts.append(f"{w.get('message_size')}-byte values, keys {w.get('keys')}")
-    parts.append(f"seed {w.get('seed')}")
-    if doc.get("kind") == "capacity":
-        what = f"capacity search of {', '.join(doc['modes'])} within {doc['capacity']['slo']}"
-    elif item.kind == "comparison":
-        what = (f"comparison of {', '.join(doc['modes'])}, {doc['repeat']} round"
-                + ("s" if doc["repeat"] > 1 else ""))
-    else:
-        what = f"one run in mode {doc['mode']}"
-    lines = [f"- {what}", f"- workload: {', '.join(parts)}"]
-    broker = doc.get("broker") or item.runs[0].get("broker") or "?"
-    lines.append(f"- broker: {broker} ({doc.get('broker_version', 'version unknown')})")
-    host = doc.get("host")
-    facts = [f"kbatch {doc.get('kbatch_version', '?')}"]
-    if doc.get("started_at"):
-        facts.append(f"started {doc['started_at']}")
-    if host:
-        facts.append(f"{host.get('hostname', '?')}: {host.get('platform')}, "
-                     f"{host.get('cpu_count')} CPUs, Python {host.get('python')}")
-    lines.append("- " + " · ".join(facts))
-    return lines
 
 
 def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Path]:
@@ -192,7 +85,7 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
             log = item.companion(run, "requests")
             if log is None:
                 continue
-            from producer_core.request_log import read_request_log
+            from producer_core.results.request_log import read_request_log
 
             times = read_request_log(log).column("send_time_s").to_numpy()
             if times.size == 0:  # mode librdkafka: the client reports totals only

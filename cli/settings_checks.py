@@ -8,10 +8,10 @@ from dataclasses import replace
 
 from producer_core.bounds import MAX_CLIENT_ID, MAX_TRANSACTIONAL_ID_BYTES
 from producer_core.config import ProducerSettings
+from producer_core.drivers.run_checks import check_message_fits
 from producer_core.errors import UsageError
 from producer_core.modes import modes_reading
-from producer_core.run_checks import check_message_fits
-from producer_core.workload import Workload
+from producer_core.workload.workload import Workload
 
 
 def check_setting_texts(texts: Iterable[str]) -> None:

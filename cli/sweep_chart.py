@@ -71,7 +71,7 @@ def frontier_chart(document: Mapping[str, Any], path: Path) -> Path:
                             markeredgecolor="black", linewidth=0, label="recommended")
     slo = sweep.get("slo")
     if slo:
-        from producer_core.sweep import parse_slo
+        from producer_core.analysis.sweep import parse_slo
 
         ax.axhline(parse_slo(slo).limit_ms, color="grey", linestyle="--", linewidth=1,
                    label=f"SLO {slo}")

@@ -1,6 +1,7 @@
 """`kbatch sweep`: a grid of modes × windows (× rates × any -X axis), one results
 directory, the Pareto frontier, and the setting that meets a latency SLO with the fewest
-requests. The logic is in producer_core.sweep (pure) and producer_core.sweep_run."""
+requests. The logic is in producer_core.analysis.sweep (pure) and
+producer_core.analysis.sweep_run."""
 
 from __future__ import annotations
 
@@ -11,10 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich import box
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from cli.broker_cost_opts import broker_endpoints, broker_metrics_option
 from cli.consume_opts import consume_options, consuming
@@ -23,13 +22,9 @@ from cli.errors import friendly_errors
 from cli.options import lab_options, lab_shape, workload_from_flags, workload_options
 from cli.output_paths import writable_dir
 from cli.render import console, out
-from producer_core.brokers import BrokerTarget
-from producer_core.brokers.per_run import run_targets
-from producer_core.compare import parse_modes
-from producer_core.config import MODES, parse_assignment
-from producer_core.distributed.plan import MASTER_FORMS, MAX_WORKERS
-from producer_core.errors import UsageError
-from producer_core.sweep import (
+from cli.results_tables import _duration, sweep_table
+from producer_core.analysis.compare import parse_modes
+from producer_core.analysis.sweep import (
     check_cells,
     eta_s,
     expand_grid,
@@ -38,7 +33,12 @@ from producer_core.sweep import (
     parse_rate_list,
     parse_slo,
 )
-from producer_core.sweep_run import SweepPlan, SweepRunner
+from producer_core.analysis.sweep_run import SweepPlan, SweepRunner
+from producer_core.brokers import BrokerTarget
+from producer_core.config import MODES, parse_assignment
+from producer_core.distributed.plan import MASTER_FORMS, MAX_WORKERS
+from producer_core.errors import UsageError
+from producer_core.measure.per_run import run_targets
 
 DEFAULT_WINDOWS = "0,1,2,5,10,20,50,100,200,500"
 
@@ -61,7 +61,7 @@ def spark_cells(runner: str, workers: int | None, master_url: str | None,
         parse_master,
     )
     from producer_core.distributed.session import parse_conf, require_pyspark
-    from producer_core.sweep_spark import SparkCells
+    from producer_core.distributed.sweep_spark import SparkCells
 
     workers = workers or 2
     master = parse_master(master_url or default_master(workers))
@@ -71,17 +71,6 @@ def spark_cells(runner: str, workers: int | None, master_url: str | None,
     conf = parse_conf(conf_items)
     require_pyspark("--runner spark")
     return SparkCells(master, workers, conf, shape)
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
 
 
 class SweepProgress:
@@ -132,68 +121,6 @@ class SweepProgress:
                           highlight=False)
         if self.bar is not None:
             self.bar.advance(self.task)
-
-
-def _cell(figures: dict[str, Any], name: str, repeats: int, fmt: str) -> str:
-    spread = figures[name]
-    text = format(spread["median"], fmt)
-    if repeats > 1:
-        text += f" ({format(spread['min'], fmt)}–{format(spread['max'], fmt)})"
-    return text
-
-
-E2E_COLUMNS = (("e2e_p50_ms", "e2e p50 ms"), ("e2e_p99_ms", "e2e p99 ms"))
-"""End-to-end latency columns (--consume), shown when some cell measured them."""
-BROKER_COLUMNS = (("broker_cpu_s_per_million_msgs", "broker CPU s/M msgs"),
-                  ("broker_handler_idle_pct", "handler idle %"),
-                  ("broker_produce_p99_ms", "broker Produce p99 ms"))
-"""The broker cost columns (measure/broker_cost.py), shown when some cell measured them."""
-
-
-def sweep_table(document: dict[str, Any]) -> Table:
-    """One row per cell: its figures (median, min–max over repeats), frontier, SLO."""
-    sweep = document["sweep"]
-    frontier = set(sweep["frontier"]["requests_per_s"])
-    chosen = (sweep.get("recommendation") or {}).get("cell")
-    repeats = document["repeat"]
-    title = "kbatch sweep" + (f" — median (min–max) of {repeats} repeats" if repeats > 1
-                              else "")
-    narrow = (out.width or 80) < 100  # an 80-column terminal: shorter headers, no rules
-    table = Table(title=title + (" (latency in ms)" if narrow else ""),
-                  box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD, pad_edge=not narrow)
-    widest = max((len(cell["id"]) for cell in sweep["cells"]), default=4)
-    extra = [(key, header) for key, header in (*E2E_COLUMNS, *BROKER_COLUMNS)
-             if any(key in (c.get("figures") or {}) for c in sweep["cells"])]
-    names = (("cell", "status", "req/s", "msg/req", "B/req", "p50", "p99", "p99.9",
-              *[header.removesuffix(" ms") for _, header in extra], "Pareto")
-             if narrow else ("cell", "status", "requests/s", "msgs/req", "bytes/req",
-                             "p50 ms", "p99 ms", "p99.9 ms", *[h for _, h in extra], "frontier"))
-    for name in names:  # cell ids and numbers stay whole (widths set below), reasons wrap
-        table.add_column(name, justify="left" if name in ("cell", "status") else "right",
-                         no_wrap=name != "status", min_width=widest if name == "cell" else
-                         6 if name == "status" else None)
-    for cell in sweep["cells"]:
-        f = cell.get("figures") or {}
-        if not f:
-            table.add_row(cell["id"], f"[red]{cell['status']}[/red]: "
-                          f"{escape(cell.get('reason') or '')}",
-                          *[""] * (7 + len(extra)))
-            continue
-        status = "ok" if cell["status"] == "ok" else \
-            f"[red]failed[/red]: {escape(cell['reason'] or '')}"
-        mark = ("★ " if cell["id"] == chosen else "") + ("yes" if cell["id"] in frontier
-                                                         else "")
-        table.add_row(cell["id"], status, _cell(f, "requests_per_s", repeats, ",.0f"),
-                      _cell(f, "msgs_per_req", repeats, ",.1f"),
-                      _cell(f, "bytes_per_request", repeats, ",.0f"),
-                      _cell(f, "p50_ms", repeats, ",.1f"), _cell(f, "p99_ms", repeats, ",.1f"),
-                      _cell(f, "p999_ms", repeats, ",.1f"),
-                      *[_cell(f, key, repeats, ",.1f") if key in f else "-" for key, _ in extra],
-                      mark)
-    for column in table.columns[2:]:
-        column.min_width = max(len(str(column.header)),
-                               *(len(str(value)) for value in column.cells))
-    return table
 
 
 @click.command("sweep")
@@ -330,7 +257,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
         from producer_core.brokers.kafka_target import sigterm_as_interrupt
-        from producer_core.engine import run
+        from producer_core.drivers.engine import run
 
         run = consuming(run, consume, False, lambda text: console.print(
             f"[yellow]{escape(text)}[/yellow]", soft_wrap=True))

@@ -30,7 +30,7 @@ MAX_STEPS = 1_000
 MAX_BURST_CYCLES = 100_000
 """On/off cycles of a `bursts` profile within the run's duration."""
 MAX_RTT_MS = 10_000.0
-"""The lab's own bound (producer_core.lab.delay), checked here while parsing."""
+"""The lab's own bound (producer_core.brokers.lab.delay), checked here while parsing."""
 MAX_START_LEAD_S = 3_600.0
 MAX_CLIENT_ID = 1_000
 """Characters of `client.id` (a request header field; Kafka's limit is 32,767 bytes)."""

@@ -36,9 +36,9 @@ from producer_core.modes.bruce_topics import bruce_topic_spec as _bruce_topic_sp
 from producer_core.modes.librdkafka import LIBRDKAFKA_RESERVED
 from producer_core.modes.spec import SettingSpec
 from producer_core.modes.spec import setting as _spec
-from producer_core.partitioners import PARTITIONERS
 from producer_core.security import SECURITY_KEYS, build_security
 from producer_core.settings import ACKS_VALUES, ProducerSettings  # noqa: F401 - re-exported
+from producer_core.workload.partitioners import PARTITIONERS
 
 MAX_RETRIES = 2147483647
 IDEMPOTENT_MAX_IN_FLIGHT = 5

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from producer_core.workload import message_id_of
+from producer_core.workload.workload import message_id_of
 
 
 async def read_all(

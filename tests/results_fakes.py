@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from producer_core.compare import compare, parse_mode_configs
-from producer_core.metrics import RequestRecord, Results, RunMetrics, Section
-from producer_core.results_io import RunRecorder, add_facts
-from producer_core.workload import Workload
+from producer_core.analysis.compare import compare, parse_mode_configs
+from producer_core.results.metrics import RequestRecord, Results, RunMetrics, Section
+from producer_core.results.results_io import RunRecorder, add_facts
+from producer_core.workload.workload import Workload
 
 WORKLOAD = {"topic": "t", "partitions": 8, "rate": 1000.0, "duration_s": 2.0,
             "messages": None, "message_size": 100, "keys": 0, "seed": 1, "warmup_s": 0.0}

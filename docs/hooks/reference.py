@@ -96,10 +96,10 @@ def modes_table() -> str:
                   "mode-specific settings", "transactions", "ignored settings"], rows)
 
 
-# --- metrics (producer_core/metric_catalog.py) -----------------------------------------------
+# --- metrics (producer_core/results/metric_catalog.py) --------------------------------------------
 
 def metrics_table() -> str:
-    from producer_core.metric_catalog import METRICS, TOPIC_METRICS
+    from producer_core.results.metric_catalog import METRICS, TOPIC_METRICS
 
     rows = [[code(m.name), code(m.path), cell(m.unit), cell(m.merge.value),
              cell("yes" if m.summary else "no"), cell(m.change.value if m.summary else "-"),

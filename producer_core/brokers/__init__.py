@@ -38,8 +38,9 @@ class BrokerTarget:
     """The bootstrap servers of a run and a short description for reports.
 
     ``implementation`` is ``tansu``, ``kafka`` or ``external``; ``version`` is the broker's
-    version when kbatch knows it from what it started (None: results_io asks Tansu, or
-    'unknown' for an external cluster); ``started_in_s`` how long starting it took.
+    version when kbatch knows it from what it started (Kafka's release; Tansu's `--version`,
+    filled in when not given; None for an external cluster: the results say 'unknown');
+    ``started_in_s`` how long starting it took.
     """
 
     bootstrap: str
@@ -51,7 +52,14 @@ class BrokerTarget:
     processes: Callable[[], BrokerProcesses] | None = None
     """The broker processes as they are now (None: kbatch started none)."""
     image: str | None = None  # --broker docker: the container image that ran
-    faults: Any = None  # a producer_core.faults.runner.FaultRunner when --fault is given
+    faults: Any = None  # a producer_core.brokers.faults.runner.FaultRunner when --fault is given
+
+    def __post_init__(self) -> None:
+        if self.version is None and self.embedded and self.implementation == "tansu":
+            # Tansu kbatch starts (here, per run, per Spark task): the binary's --version
+            from producer_core.brokers.embedded import tansu_version
+
+            object.__setattr__(self, "version", tansu_version())
 
 
 def validate_broker_choice(broker: str, bootstrap: str | None, brokers: int,

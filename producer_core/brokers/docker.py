@@ -427,7 +427,7 @@ class DockerKafkaCluster:
 
     def leader_of(self, partition: int, topic_hint: str | None) -> int | None:
         """The node leading ``partition`` of the run's topic, asked of a reachable node."""
-        from producer_core.faults.nodes import leader_of
+        from producer_core.brokers.faults.nodes import leader_of
 
         reachable = [i for i in self.node_ids if i not in self._isolated]
         return leader_of([(self.host, self._ports[i]) for i in reachable], partition,

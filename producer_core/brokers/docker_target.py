@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from producer_core.brokers.docker import DockerKafkaCluster
+from producer_core.brokers.faults.runner import FaultRunner
+from producer_core.brokers.faults.spec import FaultSpec
 from producer_core.brokers.kafka_target import sigterm_as_interrupt
-from producer_core.faults.runner import FaultRunner
-from producer_core.faults.spec import FaultSpec
 
 #: Brokers fenced 3 s after their last heartbeat, so faults of a few seconds matter.
 FAULT_PROPERTIES = {
@@ -47,7 +47,7 @@ def docker_target(nodes: int, image: str | None = None,
 def faults_on(cluster: Any, faults: list[FaultSpec],
               progress: Callable[[str], None] | None = None) -> Iterator[FaultRunner]:
     """The fault runner of ``--broker kafka`` (JVM nodes)."""
-    from producer_core.faults.nodes import KafkaNodes
+    from producer_core.brokers.faults.nodes import KafkaNodes
 
     with FaultRunner(faults, KafkaNodes(cluster), log=progress or _stderr) as runner:
         yield runner

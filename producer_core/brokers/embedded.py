@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import functools
 import os
 import shutil
 import signal
@@ -105,6 +106,26 @@ def find_tansu_binary() -> Path:
             )
     _ensure_executable(path)
     return path
+
+
+@functools.cache
+def _version_of(binary: str) -> str:
+    try:
+        proc = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    text = proc.stdout.strip() or proc.stderr.strip()
+    return text.splitlines()[0] if proc.returncode == 0 and text else "unknown"
+
+
+def tansu_version() -> str:
+    """``tansu --version`` of the binary kbatch starts (the results' broker_version);
+    'unknown' when it cannot say: the facts must never fail a run."""
+    try:
+        return _version_of(str(find_tansu_binary()))
+    except Exception:
+        return "unknown"
 
 
 def _ensure_executable(path: Path) -> None:

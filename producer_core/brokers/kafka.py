@@ -147,7 +147,7 @@ class KafkaCluster:
         self._progress = progress
         self._dist = dist
         self._format_args = tuple(format_args)  # e.g. --add-scram for SCRAM users
-        self._metrics_exporter = metrics_exporter  # measure.jmx_exporter on each node
+        self._metrics_exporter = metrics_exporter  # brokers.jmx_exporter on each node
         self._exporter_jar: Path | None = None
         self.metrics_warning: str | None = None
         """Why the nodes have no metrics endpoint although one was asked for."""
@@ -315,7 +315,7 @@ class KafkaCluster:
         if not self._metrics_exporter:
             return None
         if self._exporter_jar is None:
-            from producer_core.measure.jmx_exporter import exporter_jar
+            from producer_core.brokers.jmx_exporter import exporter_jar
 
             try:
                 self._exporter_jar = exporter_jar(self._progress or (lambda _m: None))
@@ -372,7 +372,7 @@ class KafkaCluster:
         cmd = self._java(dist, "kafka.Kafka", str(node.data_dir / "server.properties"),
                          heap=self.heap)
         if node.metrics_port is not None and self._exporter_jar is not None:
-            from producer_core.measure.jmx_exporter import javaagent_flag
+            from producer_core.brokers.jmx_exporter import javaagent_flag
 
             cmd.insert(1, javaagent_flag(self._exporter_jar, self.host, node.metrics_port))
         node.proc = self._spawn(cmd, node.log)

@@ -21,9 +21,9 @@ from types import FrameType
 from typing import Any
 
 from producer_core.brokers.kafka import KafkaCluster
+from producer_core.brokers.lab.delay import DelayModel
+from producer_core.brokers.lab.relay import DelayRelays
 from producer_core.errors import Interrupted
-from producer_core.lab.delay import DelayModel
-from producer_core.lab.relay import DelayRelays
 
 
 @contextlib.contextmanager

@@ -10,11 +10,11 @@ from pathlib import Path
 from producer_core.brokers import BrokerProcesses, BrokerTarget, validate_broker_choice
 from producer_core.brokers.docker_target import FAULT_PROPERTIES, docker_target, faults_on
 from producer_core.brokers.embedded import EmbeddedBroker
+from producer_core.brokers.faults.spec import FaultSpec, check_supported, parse_faults
 from producer_core.brokers.kafka_target import kafka_target
+from producer_core.brokers.lab import Lab
+from producer_core.brokers.lab.delay import DelayModel
 from producer_core.errors import UsageError
-from producer_core.faults.spec import FaultSpec, check_supported, parse_faults
-from producer_core.lab import Lab
-from producer_core.lab.delay import DelayModel
 
 
 @contextmanager
@@ -27,7 +27,7 @@ def broker_target(
 
     ``broker="kafka"`` starts real Apache Kafka (1 or 3 KRaft nodes; a delay goes through a
     relay per node). With Tansu, ``brokers`` > 1 or a delay starts an embedded lab of that
-    shape instead (N Tansu brokers behind a facade, see producer_core.lab); 1 broker without
+    shape instead (N Tansu brokers behind a facade, see producer_core.brokers.lab); 1 broker without
     delay is plain Tansu. ``broker="docker"`` runs Kafka nodes as containers
     (``brokers.docker``). ``faults``: `--fault` specs, run against the nodes kbatch starts.
     """

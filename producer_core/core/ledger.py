@@ -9,17 +9,29 @@ the ledger books it for the run and for its topic at once, so the two can never 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from producer_core.accumulator import ProducerBatch, TopicPartition
-from producer_core.metrics import RequestRecord, RunMetrics
-from producer_core.run_types import Delivery
-from producer_core.sender import Fail, Unknown, Written
+from producer_core.core.accumulator import ProducerBatch, TopicPartition
+from producer_core.core.sender import Fail, Unknown, Written
+from producer_core.results.metrics import RequestRecord, RunMetrics
 
 AckFeedback = Callable[[int, np.ndarray, float], None]
 """`(broker, latencies_s, now)`: a policy that steers by acknowledged latencies."""
+
+
+@dataclass
+class Delivery:
+    """Where one acknowledged batch landed: for tests that read the topic back."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    message_ids: list[int]
+    aborted: bool = False
+    """Written in a transaction that was then aborted (read_committed never sees it)."""
 
 
 class Ledger:

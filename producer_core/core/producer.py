@@ -3,7 +3,7 @@
 `Producer` holds the accumulator, the linger policy, the sender (retries, timeouts,
 idempotence), the transaction manager (`transactions.Transactions`) and the outcome ledger
 (`ledger.Ledger`). It never reads a clock or touches a socket. The asyncio shell
-(`producer_core.engine`) tells it what happened -- `handle(event, now)` -- and when time
+(`producer_core.drivers.engine`) tells it what happened -- `handle(event, now)` -- and when time
 has passed -- `expire(now)`, `send_ready(now)` -- and carries out the commands it answers
 (write this request, ask for a producer id, add these partitions to the transaction, end
 it, re-read metadata, close a connection), feeding the results back as events. The shell
@@ -22,13 +22,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from producer_core.accumulator import Accumulator, ProducerBatch, TopicPartition
+from producer_core.core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.core.ledger import Ledger
-from producer_core.errors import BrokerError
-from producer_core.linger.base import LatencyFeedback, LingerPolicy, PollContext, RequestPlan
-from producer_core.memory import BatchMemory
-from producer_core.metrics import RequestRecord
-from producer_core.sender import (
+from producer_core.core.linger.base import LatencyFeedback, LingerPolicy, PollContext, RequestPlan
+from producer_core.core.memory import BatchMemory
+from producer_core.core.sender import (
     Acknowledge,
     Action,
     Fail,
@@ -38,10 +36,12 @@ from producer_core.sender import (
     Unknown,
     Written,
 )
-from producer_core.sender import CloseConnection as SenderClose
-from producer_core.sender import InitProducerId as SenderInitProducerId
-from producer_core.sender import RefreshMetadata as SenderRefresh
-from producer_core.transactions import Transactions
+from producer_core.core.sender import CloseConnection as SenderClose
+from producer_core.core.sender import InitProducerId as SenderInitProducerId
+from producer_core.core.sender import RefreshMetadata as SenderRefresh
+from producer_core.core.transactions import Transactions
+from producer_core.errors import BrokerError
+from producer_core.results.metrics import RequestRecord
 
 PRODUCER_ID_MIN_BACKOFF_S = 0.05
 """Least pause before InitProducerId is asked again after a failure."""

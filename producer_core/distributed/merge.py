@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from producer_core.histogram import LatencyHistogram
-from producer_core.intervals import Series, merge_intervals
-from producer_core.metric_catalog import Merge, recorded, topic_recorded
-from producer_core.metrics import (
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.intervals import Series, merge_intervals
+from producer_core.results.metric_catalog import Merge, recorded, topic_recorded
+from producer_core.results.metrics import (
     REQUEST_LOG_FIELDS,
     ClientCounts,
     RequestRecord,
@@ -41,7 +41,7 @@ from producer_core.metrics import (
     TopicMetrics,
 )
 
-# What each figure's merge is comes from producer_core.metric_catalog.
+# What each figure's merge is comes from producer_core.results.metric_catalog.
 COUNTERS = recorded(Merge.SUM)
 MAXIMA = recorded(Merge.MAX)
 FLAGS = recorded(Merge.ALL)

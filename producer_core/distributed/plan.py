@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from producer_core.config import ProducerSettings
 from producer_core.errors import UsageError
-from producer_core.transport import Cluster, parse_bootstrap
-from producer_core.workload import Workload
+from producer_core.transport.transport import Cluster, parse_bootstrap
+from producer_core.workload.workload import Workload
 
 DEFAULT_START_LEAD_S = 5.0
 """Seconds from planning to the common start instant: Spark's task launch fits in it."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from producer_core.core.ledger import Delivery
 from producer_core.measure import e2e
 from producer_core.measure.consumers import (
     Assignment,
@@ -29,12 +30,11 @@ from producer_core.measure.consumers import (
     consumer_properties,
     spread,
 )
-from producer_core.run_types import Delivery
+from producer_core.measure.verify import idempotence_enabled, verify_document
+from producer_core.measure.verify_read import end_offsets
 from producer_core.security import redact
-from producer_core.transport import ensure_topics
-from producer_core.verify import idempotence_enabled, verify_document
-from producer_core.verify_read import end_offsets
-from producer_core.workload import Workload
+from producer_core.transport.transport import ensure_topics
+from producer_core.workload.workload import Workload
 
 DRAIN_TIMEOUT_S = 60.0
 """Longest the consumers may read on after the run."""

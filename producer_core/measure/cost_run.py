@@ -25,7 +25,7 @@ from producer_core.measure.broker_cost import (
 from producer_core.measure.cost_monitor import DEFAULT_SAMPLE_S, CostMonitor
 from producer_core.measure.metrics_endpoint import Endpoint
 from producer_core.measure.process_cost import measurable
-from producer_core.metrics import Results
+from producer_core.results.metrics import Results
 
 CLIENT_COVERS = ("kbatch's process (engine, librdkafka's threads) and its child processes "
                  "that are not brokers (the kafka-java JVM)")

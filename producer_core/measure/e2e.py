@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from producer_core.histogram import LatencyHistogram
 from producer_core.measure.intended import intended_offsets
-from producer_core.verify import TopicCheck, check_topic
-from producer_core.workload import Workload
+from producer_core.measure.verify import TopicCheck, check_topic
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.workload.workload import Workload
 
 
 @dataclass

@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from producer_core.message_source import SHARE_ID_SHIFT, TOPIC_ID_SHIFT, make_schedule
-from producer_core.schedule import PiecewiseSchedule, PoissonSchedule
-from producer_core.workload import Workload
+from producer_core.workload.message_source import SHARE_ID_SHIFT, TOPIC_ID_SHIFT, make_schedule
+from producer_core.workload.schedule import PiecewiseSchedule, PoissonSchedule
+from producer_core.workload.workload import Workload
 
 SEQUENCE_MASK = (1 << TOPIC_ID_SHIFT) - 1
 TOPIC_MASK = (1 << (SHARE_ID_SHIFT - TOPIC_ID_SHIFT)) - 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from producer_core.linger.base import LingerPolicy, QueueView, RequestLimits
+from producer_core.core.linger.base import LingerPolicy, QueueView, RequestLimits
 from producer_core.modes.adaptive import ADAPTIVE
 from producer_core.modes.aimd import AIMD
 from producer_core.modes.broker import BROKER
@@ -29,7 +29,7 @@ from producer_core.modes.spec import ModeSpec, SettingSpec
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
-    from producer_core.workload import TopicSpec
+    from producer_core.workload.workload import TopicSpec
 
 REGISTRY: tuple[ModeSpec, ...] = (
     PARTITION,

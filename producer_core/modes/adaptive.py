@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from producer_core.linger.adaptive import AdaptiveLinger
-from producer_core.linger.base import QueueView, RequestLimits
+from producer_core.core.linger.adaptive import AdaptiveLinger
+from producer_core.core.linger.base import QueueView, RequestLimits
 from producer_core.modes.collector import COLLECTOR_READS
 from producer_core.modes.spec import ModeSpec, SettingSpec
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
-    from producer_core.workload import TopicSpec
+    from producer_core.workload.workload import TopicSpec
 
 MAX_WAIT = SettingSpec(
     "adaptive.linger.max.ms", -1, "int", "mode adaptive: longest a broker's collection "

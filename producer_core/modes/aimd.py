@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from producer_core.core.linger.aimd import AimdLinger
+from producer_core.core.linger.base import QueueView, RequestLimits
 from producer_core.errors import ConfigError
-from producer_core.linger.aimd import AimdLinger
-from producer_core.linger.base import QueueView, RequestLimits
 from producer_core.modes.collector import COLLECTOR_READS
 from producer_core.modes.spec import ModeSpec, setting
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
-    from producer_core.workload import TopicSpec
+    from producer_core.workload.workload import TopicSpec
 
 SETTINGS = dict([
     setting("aimd.linger.min.ms", 1, "int", "mode aimd: smallest collection window a "

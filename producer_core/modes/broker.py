@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from producer_core.linger.base import QueueView, RequestLimits
-from producer_core.linger.broker import BrokerLinger
+from producer_core.core.linger.base import QueueView, RequestLimits
+from producer_core.core.linger.broker import BrokerLinger
 from producer_core.modes.collector import COLLECTOR_READS, COLLECTOR_SETTINGS
 from producer_core.modes.spec import ModeSpec, SettingSpec
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
-    from producer_core.workload import TopicSpec
+    from producer_core.workload.workload import TopicSpec
 
 LINGER = SettingSpec(
     "broker.linger.ms", 5, "int", "broker-level linger: how long a broker's batch collector "

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from producer_core.errors import ConfigError
-from producer_core.linger.base import QueueView, RequestLimits
-from producer_core.linger.bruce import (
+from producer_core.core.linger.base import QueueView, RequestLimits
+from producer_core.core.linger.bruce import (
     FILE_KEYS,
     BruceConfig,
     BrucePolicy,
@@ -23,12 +22,13 @@ from producer_core.linger.bruce import (
     largest_record_batch,
     thresholds,
 )
+from producer_core.errors import ConfigError
 from producer_core.modes.bruce_topics import BRUCE_TOPIC_PREFIX, bruce_topic_key
 from producer_core.modes.spec import ModeSpec, setting
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
-    from producer_core.workload import TopicSpec
+    from producer_core.workload.workload import TopicSpec
 
 SETTINGS = dict([
     setting("bruce.combined.max.delay.ms", 10, "int", "mode bruce: a combined (mixed-topic) "

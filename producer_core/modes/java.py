@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from producer_core.core.linger.base import QueueView, RequestLimits
+from producer_core.core.linger.java import JavaLinger
 from producer_core.errors import ConfigError
-from producer_core.linger.base import QueueView, RequestLimits
-from producer_core.linger.java import JavaLinger
 from producer_core.modes.spec import ModeSpec
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
-    from producer_core.workload import TopicSpec
+    from producer_core.workload.workload import TopicSpec
 
 
 def check_java(explicit: set[str], values: Mapping[str, Any], warnings: list[str]) -> None:

@@ -1,13 +1,13 @@
 """Mode kafka-java: Apache Kafka's Java producer (kafka-clients, needs a JDK) on the same
-workload. Which settings reach it is `producer_core.kafka_java.settings`; the driver is
+workload. Which settings reach it is `producer_core.modes.kafka_java_settings`; the driver is
 loaded only when a run of this mode starts."""
 
 from __future__ import annotations
 
-from producer_core.kafka_java.settings import check_mode
+from producer_core.modes.kafka_java_settings import check_mode
 from producer_core.modes.spec import ModeSpec
 
 KAFKA_JAVA = ModeSpec(
     "kafka-java", "Apache Kafka's Java producer (kafka-clients, needs a JDK) on the same "
-    "workload", driver="producer_core.kafka_java.run:run_async", reads=("linger.ms",),
+    "workload", driver="producer_core.drivers.kafka_java.run:run_async", reads=("linger.ms",),
     check=check_mode)

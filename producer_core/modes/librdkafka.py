@@ -4,7 +4,7 @@ Everything kbatch knows about librdkafka's configuration lives here: which kbatc
 settings it has under which names (`LIBRDKAFKA_NAMES`), which it refuses, the properties
 kbatch reserves for itself, and librdkafka's own judgement of a configuration, asked
 when the settings are built (a bad property is the user's error, exit 2, before any
-broker starts). The driver (`producer_core.librdkafka_engine`) is loaded only when a
+broker starts). The driver (`producer_core.drivers.librdkafka`) is loaded only when a
 run of this mode starts.
 """
 
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from producer_core.errors import ConfigError, UsageError
 from producer_core.modes.spec import ModeSpec, SettingSpec
-from producer_core.partitioners import Partitioning
 from producer_core.security import redact, scrub
+from producer_core.workload.partitioners import Partitioning
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
@@ -148,7 +148,7 @@ def create_producer(config: dict[str, Any]) -> Any:
 
 LIBRDKAFKA = ModeSpec(
     "librdkafka", "the real client (confluent-kafka) on the same workload",
-    driver="producer_core.librdkafka_engine:run_async",
+    driver="producer_core.drivers.librdkafka:run_async",
     reads=("linger.ms", "batch.num.messages"), settings=(BATCH_NUM_MESSAGES,),
     request_log=False, passthrough=True, check=check_librdkafka, check_built=check_built,
     transactions=False)

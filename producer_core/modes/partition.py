@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from producer_core.linger.base import QueueView, RequestLimits
-from producer_core.linger.partition import NoLinger, PartitionLinger
+from producer_core.core.linger.base import QueueView, RequestLimits
+from producer_core.core.linger.partition import NoLinger, PartitionLinger
 from producer_core.modes.spec import ModeSpec
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
-    from producer_core.workload import TopicSpec
+    from producer_core.workload.workload import TopicSpec
 
 
 def partition_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
 from tests.cli.sweep_support import run_kbatch
 from tests.results_fakes import fake_comparison, fake_results
 

@@ -18,7 +18,7 @@ import pytest
 
 from producer_core.brokers.docker import LABEL_MANAGED, LABEL_OWNER, sweep_stale
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
-from producer_core.results_io import validate_document
+from producer_core.results.results_io import validate_document
 from tests.cli.test_produce_cli import KBATCH, ROOT
 from tests.container_support import require_docker
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.report_cmd import report
-from producer_core.results_io import write_results_dir
+from producer_core.results.results_io import write_results_dir
 from tests.browser import (
     charts_drawn,
     chromium,

@@ -14,7 +14,7 @@ import pytest
 
 from producer_core.brokers.kafka import DIR_PREFIX
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
-from producer_core.results_io import validate_document
+from producer_core.results.results_io import validate_document
 from tests.cli.test_produce_cli import KBATCH, ROOT, alive, child_pids
 from tests.kafka_fixtures import skip_kafka_reason
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
 from tests.results_fakes import fake_results
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 
 from cli.output_paths import check_results_dir, clear_results_dir, writable_file
 from producer_core.errors import UsageError
-from producer_core.results_io import RunRecorder, add_facts, load_results, write_results_dir
+from producer_core.results.results_io import RunRecorder, add_facts, load_results, write_results_dir
 from tests.cli.sweep_support import run_kbatch
 from tests.results_fakes import fake_results
 

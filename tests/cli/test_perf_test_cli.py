@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from producer_core.perf_test_format import parse_output
+from producer_core.results.perf_test_format import parse_output
 from tests.cli.test_client_properties_cli import one_paragraph_error
 from tests.cli.test_produce_cli import kbatch
 from tests.kafka_fixtures import fresh_topic

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from producer_core.lab.state import LabStateError, lab_process_alive, read_state
-from producer_core.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.brokers.lab.state import LabStateError, lab_process_alive, read_state
+from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
 from tests.cli.sweep_support import run_kbatch
 from tests.results_fakes import fake_results
 

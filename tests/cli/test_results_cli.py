@@ -8,7 +8,7 @@ import jsonschema
 import pyarrow.parquet as pq
 import pytest
 
-from producer_core.results_io import results_schema
+from producer_core.results.results_io import results_schema
 from tests.cli.test_produce_cli import ROOT, kbatch
 
 

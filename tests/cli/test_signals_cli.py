@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.results_io import validate_document
+from producer_core.results.results_io import validate_document
 from tests.cli.test_produce_cli import KBATCH, ROOT, alive, child_pids
 
 pytestmark = pytest.mark.broker

@@ -85,7 +85,7 @@ def test_generated_tables_follow_the_code() -> None:
     import click
 
     from cli.main import cli
-    from producer_core.metric_catalog import METRICS, TOPIC_METRICS
+    from producer_core.results.metric_catalog import METRICS, TOPIC_METRICS
 
     hook = load_hook()
     metrics = hook.metrics_table()

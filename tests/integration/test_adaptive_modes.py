@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from producer_core.results_io import validate_document
-from producer_core.workload import Workload
+from producer_core.results.results_io import validate_document
+from producer_core.workload.workload import Workload
 from tests.integration.test_engine_against_broker import produce
 from tests.kafka_fixtures import fresh_topic
 from tests.readback import read_all

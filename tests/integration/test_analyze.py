@@ -9,13 +9,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from producer_core.analyze import analyze, find_runs, session_conf
-from producer_core.compare import compare, parse_mode_configs
+from producer_core.analysis.analyze import analyze, find_runs, session_conf
+from producer_core.analysis.compare import compare, parse_mode_configs
 from producer_core.config import build_settings
-from producer_core.engine import run
+from producer_core.drivers.engine import run
 from producer_core.errors import UsageError
-from producer_core.results_io import RunRecorder, add_facts, write_results_dir
-from producer_core.workload import Workload
+from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.workload.workload import Workload
 from tests.spark_support import assert_row_reproduces_run, needs_spark
 
 pytestmark = [pytest.mark.broker, *needs_spark]
@@ -124,7 +124,7 @@ def test_where_language_on_spark_matches_the_same_condition_in_python(spark, sav
     """Every construct of the --where language, evaluated by Spark, selects the runs the
     same condition selects when evaluated by hand on the metadata rows; every column
     the errors list as usable is usable."""
-    from producer_core.where import WHERE_COLUMNS
+    from producer_core.analysis.where import WHERE_COLUMNS
 
     entries, _ = find_runs(saved_runs)
     rows = [e.row for e in entries]
@@ -137,8 +137,8 @@ def test_where_language_on_spark_matches_the_same_condition_in_python(spark, sav
                 and r["topic_partitions"] >= 8 and r["settings"].get("linger.ms") is not None
                 and r["hostname"] is not None and r["kind"] != "x" and r["duration_s"] > 0.5}
     assert expected and {row["run"] for row in analysis.rows} == expected
-    from producer_core.analyze import _schema
-    from producer_core.where import parse_where, to_spark
+    from producer_core.analysis.analyze import _schema
+    from producer_core.analysis.where import parse_where, to_spark
 
     every = " AND ".join(f"({c} = {c} OR {c} IS NULL)" for c in WHERE_COLUMNS)
     meta = spark.createDataFrame(rows, _schema())

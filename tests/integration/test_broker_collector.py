@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from producer_core.workload import Workload
+from producer_core.workload.workload import Workload
 from tests.integration.test_engine_against_broker import produce
 from tests.readback import read_all
 

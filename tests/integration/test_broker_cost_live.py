@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
+from producer_core.analysis.sweep import window_assignments
 from producer_core.brokers import BrokerTarget
 from producer_core.brokers.target import broker_target
 from producer_core.config import build_settings
-from producer_core.engine import run
+from producer_core.drivers.engine import run
 from producer_core.measure.cost_run import measured
-from producer_core.sweep import window_assignments
-from producer_core.workload import Workload
+from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic, skip_kafka_reason
 
 pytestmark = pytest.mark.broker

@@ -10,11 +10,11 @@ from collections import Counter
 import pytest
 
 from producer_core.brokers.embedded import EmbeddedBroker
+from producer_core.brokers.lab.delay import DelayModel
+from producer_core.brokers.lab.relay import DelayRelays
 from producer_core.config import build_settings
-from producer_core.engine import run
-from producer_core.lab.delay import DelayModel
-from producer_core.lab.relay import DelayRelays
-from producer_core.workload import Workload
+from producer_core.drivers.engine import run
+from producer_core.workload.workload import Workload
 from tests.readback import read_all
 
 pytestmark = pytest.mark.broker

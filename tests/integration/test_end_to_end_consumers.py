@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from producer_core.brokers.kafka import KafkaCluster
-from producer_core.results_io import validate_document
+from producer_core.results.results_io import validate_document
 from tests.cli.test_produce_cli import KBATCH, ROOT
 from tests.kafka_fixtures import BrokerUnderTest, fresh_topic
 

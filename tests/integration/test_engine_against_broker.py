@@ -10,9 +10,9 @@ from collections import Counter
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.engine import Delivery, run
+from producer_core.drivers.engine import Delivery, run
 from producer_core.errors import BrokerError
-from producer_core.workload import Workload
+from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic
 from tests.readback import read_all
 
@@ -62,7 +62,7 @@ def test_requests_sent_equals_produce_frames_on_the_wire(counted_broker):
 
 
 def test_keyed_messages_land_on_the_murmur2_partition(broker_bootstrap):
-    from producer_core.partitioner import key_table
+    from producer_core.workload.partitioners.partitioner import key_table
 
     bootstrap = broker_bootstrap.bootstrap
     workload = Workload(topic=fresh_topic("keyed"), partitions=6, rate=5000, messages=500,
@@ -88,8 +88,8 @@ def test_generator_passes_are_paced_and_every_message_still_lands(tansu_broker, 
     """At 20,000 msg/s a pass per message kept the process busy; passes that wait for the
     schedule come at most every GENERATOR_PASS_INTERVAL_S, each appending several messages
     (engine.GENERATOR_PASS_INTERVAL_S's docstring). Counted against the same run unpaced."""
-    from producer_core import engine
-    from producer_core.generator import Generator
+    from producer_core.drivers import engine
+    from producer_core.drivers.generator import Generator
 
     passes = 0
     original = Generator.generate

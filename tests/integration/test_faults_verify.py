@@ -22,7 +22,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from producer_core.brokers.embedded import EmbeddedBroker, free_port
-from producer_core.results_io import validate_document
+from producer_core.results.results_io import validate_document
 from tests.cli.test_produce_cli import KBATCH, ROOT
 from tests.kafka_fixtures import own_embedded_broker
 

@@ -13,11 +13,11 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from producer_core.config import build_settings
-from producer_core.engine import Delivery, run
-from producer_core.message_source import TopicSource
-from producer_core.payload import PayloadSpec
-from producer_core.record_batch import RecordBatchWriter
-from producer_core.workload import Workload, message_id_of
+from producer_core.core.record_batch import RecordBatchWriter
+from producer_core.drivers.engine import Delivery, run
+from producer_core.workload.message_source import TopicSource
+from producer_core.workload.payload import PayloadSpec
+from producer_core.workload.workload import Workload, message_id_of
 from tests.cli.test_produce_cli import KBATCH, ROOT
 from tests.kafka_fixtures import fresh_topic
 

@@ -1,4 +1,4 @@
-"""Each run of a comparison or sweep on Tansu gets its own broker (producer_core.brokers.per_run).
+"""Each run of a comparison or sweep on Tansu gets its own broker (producer_core.measure.per_run).
 
 Why: Tansu's cost per idempotent batch grows with every producer it has seen, so a shared
 broker made later runs slower than earlier ones (see the module docstring)."""
@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from producer_core.brokers.per_run import fresh_per_run, run_targets
+from producer_core.measure.per_run import fresh_per_run, run_targets
 
 TANSU = {"brokers": 1, "rtt_ms": 0.0, "jitter_ms": 0.0, "broker": "tansu", "kafka_home": None}
 

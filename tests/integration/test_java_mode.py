@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.engine import run
-from producer_core.memory import MAX_BLOCK_REASON
-from producer_core.workload import Workload
+from producer_core.core.memory import MAX_BLOCK_REASON
+from producer_core.drivers.engine import run
+from producer_core.workload.workload import Workload
 
 pytestmark = pytest.mark.broker
 

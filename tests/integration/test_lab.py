@@ -13,8 +13,8 @@ import pytest
 from aiokafka.conn import create_conn
 from aiokafka.protocol.metadata import MetadataRequest
 
+from producer_core.brokers.lab import MAX_BROKERS, Lab
 from producer_core.errors import BrokerError, UsageError
-from producer_core.lab import MAX_BROKERS, Lab
 
 pytestmark = pytest.mark.broker
 

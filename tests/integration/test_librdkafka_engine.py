@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.engine import Delivery, run
-from producer_core.workload import Workload
+from producer_core.drivers.engine import Delivery, run
+from producer_core.workload.workload import Workload
 from tests.client_checks import (
     all_acknowledged,
     assert_read_back_where_reported,

@@ -10,10 +10,10 @@ from collections import Counter
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.engine import Delivery, run
-from producer_core.partitioner import key_table
-from producer_core.partitioners.hashes import KEY_HASHES
-from producer_core.workload import Workload
+from producer_core.drivers.engine import Delivery, run
+from producer_core.workload.partitioners.hashes import KEY_HASHES
+from producer_core.workload.partitioners.partitioner import key_table
+from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic
 from tests.readback import read_all
 

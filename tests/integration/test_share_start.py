@@ -8,8 +8,8 @@ import time
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.engine import run
-from producer_core.workload import Workload
+from producer_core.drivers.engine import run
+from producer_core.workload.workload import Workload
 
 pytestmark = pytest.mark.broker
 

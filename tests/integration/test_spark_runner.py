@@ -14,9 +14,9 @@ from producer_core.config import build_settings
 from producer_core.distributed.merge import to_payload
 from producer_core.distributed.plan import parse_master
 from producer_core.errors import KbatchError, UsageError
-from producer_core.histogram import LatencyHistogram
-from producer_core.message_source import SHARE_ID_SHIFT
-from producer_core.workload import Workload
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.workload.message_source import SHARE_ID_SHIFT
+from producer_core.workload.workload import Workload
 from tests.readback import read_all
 from tests.spark_support import needs_spark
 

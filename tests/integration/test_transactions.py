@@ -20,7 +20,7 @@ import pytest
 
 from producer_core.brokers.embedded import EmbeddedBroker
 from producer_core.brokers.kafka import KafkaCluster
-from producer_core.results_io import validate_document
+from producer_core.results.results_io import validate_document
 from tests.cli.test_produce_cli import KBATCH, ROOT
 from tests.kafka_fixtures import fresh_topic
 

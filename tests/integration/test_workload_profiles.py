@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from producer_core.message_source import TOPIC_ID_SHIFT
-from producer_core.workload_file import parse_workload
+from producer_core.workload.message_source import TOPIC_ID_SHIFT
+from producer_core.workload.workload_file import parse_workload
 from tests.integration.test_engine_against_broker import produce
 from tests.readback import read_all
 

@@ -11,15 +11,15 @@ import math
 
 import pytest
 
-from producer_core.accumulator import (
+from producer_core.config import build_settings
+from producer_core.core.accumulator import (
     PARTITION_OVERHEAD_BYTES,
     REQUEST_OVERHEAD_BYTES,
     Accumulator,
     TopicPartition,
 )
-from producer_core.config import build_settings
-from producer_core.linger.adaptive import AdaptiveLinger
-from producer_core.linger.base import PollContext, RequestLimits
+from producer_core.core.linger.adaptive import AdaptiveLinger
+from producer_core.core.linger.base import PollContext, RequestLimits
 from producer_core.modes import make_policy
 
 VALUE = bytes(10)

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import build_settings
+from producer_core.core.accumulator import Accumulator, TopicPartition
+from producer_core.core.linger.aimd import MAX_POINTS, AimdLinger
+from producer_core.core.linger.base import PollContext, RequestLimits
 from producer_core.errors import ConfigError
-from producer_core.linger.aimd import MAX_POINTS, AimdLinger
-from producer_core.linger.base import PollContext, RequestLimits
 from producer_core.modes import make_policy
 
 VALUE = bytes(10)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cli.broker_cost_render import broker_cost_rows
-from producer_core.compare import summarise
+from producer_core.analysis.compare import summarise
 from producer_core.errors import UsageError
 from producer_core.measure.broker_cost import (
     RunWindow,

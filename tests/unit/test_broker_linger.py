@@ -6,15 +6,15 @@ import random
 
 import pytest
 
-from producer_core.accumulator import (
+from producer_core.config import build_settings
+from producer_core.core.accumulator import (
     PARTITION_OVERHEAD_BYTES,
     REQUEST_OVERHEAD_BYTES,
     Accumulator,
     TopicPartition,
 )
-from producer_core.config import build_settings
-from producer_core.linger.base import PollContext, RequestLimits
-from producer_core.linger.broker import BrokerLinger
+from producer_core.core.linger.base import PollContext, RequestLimits
+from producer_core.core.linger.broker import BrokerLinger
 from producer_core.modes import make_policy
 
 VALUE = bytes(10)

@@ -7,26 +7,26 @@ from collections import Counter
 
 import pytest
 
-from producer_core.accumulator import (
+from producer_core.config import build_settings
+from producer_core.core.accumulator import (
     PARTITION_OVERHEAD_BYTES,
     REQUEST_OVERHEAD_BYTES,
     Accumulator,
     TopicPartition,
 )
-from producer_core.config import build_settings
-from producer_core.errors import ConfigError
-from producer_core.generator import Generator
-from producer_core.linger.base import PollContext, RequestLimits
-from producer_core.linger.bruce import (
+from producer_core.core.linger.base import PollContext, RequestLimits
+from producer_core.core.linger.bruce import (
     BruceConfig,
     BrucePolicy,
     RateLimit,
     Thresholds,
     largest_record_batch,
 )
-from producer_core.metrics import RunMetrics
+from producer_core.drivers.generator import Generator
+from producer_core.errors import ConfigError
 from producer_core.modes import make_policy, mode
-from producer_core.workload import KeySpec, RateSpec, SizeSpec, TopicSpec, Workload
+from producer_core.results.metrics import RunMetrics
+from producer_core.workload.workload import KeySpec, RateSpec, SizeSpec, TopicSpec, Workload
 
 VALUE = bytes(10)
 RECORD_BYTES = 17
@@ -474,7 +474,7 @@ def test_per_topic_settings_follow_compare_modes_topic_suffix():
 
 
 def test_compare_modes_linger_ms_sets_the_combined_delay():
-    from producer_core.compare import parse_mode_configs
+    from producer_core.analysis.compare import parse_mode_configs
 
     [run] = parse_mode_configs(["bruce"], [], [], linger_ms=250)
     assert run.settings["bruce.combined.max.delay.ms"] == 250

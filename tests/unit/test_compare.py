@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from producer_core.compare import (
+from producer_core.analysis.compare import (
     change_text,
     compare,
     parse_mode_configs,
@@ -14,7 +14,7 @@ from producer_core.compare import (
     summary_rows,
 )
 from producer_core.errors import UsageError
-from producer_core.workload import Workload
+from producer_core.workload.workload import Workload
 
 
 def test_mode_configs_apply_to_their_mode_only():

@@ -4,8 +4,8 @@ import pytest
 
 from producer_core.config import build_settings, parse_assignment
 from producer_core.errors import ConfigError, UsageError
-from producer_core.message_source import TopicSource
-from producer_core.workload import Workload, message_id_of
+from producer_core.workload.message_source import TopicSource
+from producer_core.workload.workload import Workload, message_id_of
 
 
 def test_defaults_follow_kafka_names() -> None:
@@ -115,7 +115,7 @@ def test_values_carry_their_id_and_size() -> None:
 
 
 def test_shares_split_rates_and_caps_and_tag_ids() -> None:
-    from producer_core.message_source import SHARE_ID_SHIFT, TopicSource
+    from producer_core.workload.message_source import SHARE_ID_SHIFT, TopicSource
 
     workload = Workload(rate=1000, messages=1001, duration_s=None, partitions=4)
     shares = [workload.share(i, 3, start_at=100.0) for i in range(3)]

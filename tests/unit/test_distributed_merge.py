@@ -16,9 +16,9 @@ from producer_core.distributed.merge import (
     merge_warnings,
     to_payload,
 )
-from producer_core.histogram import LatencyHistogram
-from producer_core.metrics import ClientCounts, TopicMetrics
-from producer_core.request_log import request_table
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.metrics import ClientCounts, TopicMetrics
+from producer_core.results.request_log import request_table
 from tests.results_fakes import fake_results
 
 

@@ -15,8 +15,8 @@ from producer_core.distributed.plan import (
     start_instant,
 )
 from producer_core.errors import UsageError
-from producer_core.message_source import SHARE_ID_SHIFT, TopicSource
-from producer_core.workload import KeySpec, RateSpec, TopicSpec, Workload
+from producer_core.workload.message_source import SHARE_ID_SHIFT, TopicSource
+from producer_core.workload.workload import KeySpec, RateSpec, TopicSpec, Workload
 
 
 @pytest.mark.parametrize(("url", "slots"), [

@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 
 from cli.consume_opts import consume_from_flags
-from producer_core.compare import summarise, summary_rows
+from producer_core.analysis.compare import summarise, summary_rows
+from producer_core.analysis.gate import MetricError, MetricSource
+from producer_core.analysis.sweep import parse_slo, run_figures
 from producer_core.errors import UsageError
-from producer_core.gate import MetricError, MetricSource
-from producer_core.histogram import LatencyHistogram
 from producer_core.measure import e2e
 from producer_core.measure.consumers import Assignment, consumer_properties, spread
 from producer_core.measure.intended import intended_offsets, split_ids
-from producer_core.message_source import SHARE_ID_SHIFT, TOPIC_ID_SHIFT, make_schedule
-from producer_core.sweep import parse_slo, run_figures
-from producer_core.workload import RateSpec, TopicSpec, Workload
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.workload.message_source import SHARE_ID_SHIFT, TOPIC_ID_SHIFT, make_schedule
+from producer_core.workload.workload import RateSpec, TopicSpec, Workload
 from tests.results_fakes import fake_results
 
 START = 1000.0  # the run's start on the (synthetic) monotonic clock
@@ -193,7 +193,7 @@ def test_compare_gate_and_sweep_take_e2e_where_runs_have_it():
 
 def test_shares_merge_e2e_exactly():
     from producer_core.distributed.merge import from_payload, merge_results, to_payload
-    from producer_core.intervals import merge_intervals
+    from producer_core.results.intervals import merge_intervals
 
     rng = np.random.default_rng(5)
     samples = [rng.exponential(0.1, 2000), rng.exponential(0.3, 1000)]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from producer_core.brokers.faults.runner import FaultRunner, plan_steps
+from producer_core.brokers.faults.spec import FaultSpec, check_supported, parse_fault, parse_faults
 from producer_core.errors import UsageError
-from producer_core.faults.runner import FaultRunner, plan_steps
-from producer_core.faults.spec import FaultSpec, check_supported, parse_fault, parse_faults
 
 
 def test_isolate_the_leader_of_a_partition_for_a_while():
@@ -155,7 +155,7 @@ def test_a_fault_whose_time_never_came_says_so():
 
 def test_interval_lines_name_the_faults_active_in_their_own_interval(monkeypatch):
     from cli.container_facts import fault_note
-    from producer_core.faults import runner as runner_module
+    from producer_core.brokers.faults import runner as runner_module
 
     clock = Clock()
     runner = FaultRunner(parse_faults(["at=5s isolate=node:2 for=8s"]), FakeNodes(),

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from producer_core.gate import (
+from producer_core.analysis.gate import (
     EXIT_ERROR,
     EXIT_FAIL,
     EXIT_PASS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from producer_core.gate import EXIT_ERROR, MetricSource, evaluate, exit_code, parse_gates
+from producer_core.analysis.gate import EXIT_ERROR, MetricSource, evaluate, exit_code, parse_gates
 from tests.results_fakes import fake_results
 
 

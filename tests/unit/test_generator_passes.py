@@ -3,10 +3,10 @@ changes nothing about the messages the pass appends."""
 
 from __future__ import annotations
 
-from producer_core.accumulator import Accumulator, TopicPartition
-from producer_core.generator import Generator
-from producer_core.metrics import RunMetrics
-from producer_core.workload import Workload
+from producer_core.core.accumulator import Accumulator, TopicPartition
+from producer_core.drivers.generator import Generator
+from producer_core.results.metrics import RunMetrics
+from producer_core.workload.workload import Workload
 
 
 class _Policy:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from producer_core.histogram import (
+from producer_core.results.histogram import (
     HIGHEST_US,
     LOWEST_US,
     SIGNIFICANT_FIGURES,

@@ -25,11 +25,11 @@ from cli.html_figures import (
 )
 from cli.html_report import build_report
 from cli.prometheus_text import prometheus_text
+from producer_core.drivers.run_types import Progress
 from producer_core.errors import UsageError
-from producer_core.histogram import LatencyHistogram
-from producer_core.intervals import IntervalRecorder, engine_live
-from producer_core.results_io import LoadedResults, add_facts
-from producer_core.run_types import Progress
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.intervals import IntervalRecorder, engine_live
+from producer_core.results.results_io import LoadedResults, add_facts
 from tests.results_fakes import fake_comparison, fake_results
 
 
@@ -142,7 +142,7 @@ def test_report_page_is_one_self_contained_file() -> None:
 
 def test_old_results_without_intervals_say_so(tmp_path) -> None:
     """A file of the first schema-1 kbatch: no intervals, kind, started_at or host."""
-    from producer_core.results_io import load_results
+    from producer_core.results.results_io import load_results
 
     document = fake_results("partition").to_dict()
     for key in ("intervals", "kind", "started_at", "host"):

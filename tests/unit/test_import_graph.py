@@ -1,4 +1,5 @@
-"""producer_core's modules import each other without a cycle.
+"""The import rules of the whole tree (producer_core/ and cli/): no import circle, and no
+import from a lower layer to a higher one (LAYERS, bottom first).
 
 Every import counts, those inside functions and classes too: an import inside a function
 runs later than a module-level one, but a circle it closes is still a circle in the
@@ -11,13 +12,36 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import cli
 import producer_core
 
-ROOT = Path(producer_core.__file__).parent
+ROOTS = (Path(producer_core.__file__).parent, Path(cli.__file__).parent)
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # (layer, the modules and packages in it); bottom first. A module belongs to the layer
+    # of its longest listed prefix, and may import only from its own layer or lower ones.
+    ("shared", ("producer_core", "producer_core.errors", "producer_core.bounds",
+                "producer_core.input_files", "producer_core.client_properties",
+                "producer_core.properties",
+                "producer_core.security", "producer_core.tls_material",
+                "producer_core.topic_creation", "producer_core.loop_thread")),
+    ("workload", ("producer_core.workload",)),
+    ("results", ("producer_core.results",)),
+    ("core", ("producer_core.core",)),
+    ("modes", ("producer_core.modes",)),
+    ("settings", ("producer_core.settings", "producer_core.config")),
+    ("transport", ("producer_core.transport",)),
+    ("brokers", ("producer_core.brokers",)),
+    ("measure", ("producer_core.measure",)),
+    ("drivers", ("producer_core.drivers",)),
+    ("analysis", ("producer_core.analysis",)),
+    ("distributed", ("producer_core.distributed",)),
+    ("cli", ("cli",)),
+)
 
 
-def _module_name(path: Path) -> str:
-    parts = ["producer_core", *path.relative_to(ROOT).with_suffix("").parts]
+def _module_name(root: Path, path: Path) -> str:
+    parts = [root.name, *path.relative_to(root).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -51,8 +75,8 @@ def test_every_import_is_read() -> None:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the producer_core modules it imports (anywhere in its code)."""
-    modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    """Module -> the producer_core and cli modules it imports (anywhere in its code)."""
+    modules = {_module_name(root, p): p for root in ROOTS for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -107,21 +131,62 @@ def test_finds_a_cycle_when_there_is_one() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
 
 
+def layer_of(module: str) -> int:
+    """The index in LAYERS of a module's layer (its longest listed prefix)."""
+    best, rank = -1, None
+    for index, (_, members) in enumerate(LAYERS):
+        for prefix in members:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), index
+    assert rank is not None, f"{module} is in no layer: add it to LAYERS"
+    return rank
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a lower layer to a higher one, as 'a (layer) -> b (layer)'."""
+    return sorted(
+        f"{name} ({LAYERS[layer_of(name)][0]}) -> {target} ({LAYERS[layer_of(target)][0]})"
+        for name, targets in graph.items() for target in targets
+        if layer_of(target) > layer_of(name))
+
+
 def test_the_graph_sees_known_edges() -> None:
     graph = import_graph()
-    assert "producer_core.run_types" in graph["producer_core.librdkafka_engine"]
+    assert "producer_core.drivers.run_types" in graph["producer_core.drivers.librdkafka"]
     assert "producer_core.modes" in graph["producer_core.config"]
-    assert "producer_core.linger" in graph["producer_core.engine"]
+    assert "producer_core.core.linger" in graph["producer_core.drivers.engine"]
+    assert "cli.results_tables" in graph["cli.html_report"]  # cli is read too
+    assert "producer_core.brokers.embedded" in graph["producer_core.brokers.target"]
 
 
-def test_no_import_cycle_among_producer_core_modules() -> None:
+def test_finds_an_upward_import_when_there_is_one() -> None:
+    graph = {"producer_core.core.sender": {"producer_core.drivers.engine"},
+             "producer_core.drivers.engine": {"producer_core.core.sender"}}
+    assert upward_imports(graph) == [
+        "producer_core.core.sender (core) -> producer_core.drivers.engine (drivers)"]
+    assert layer_of("producer_core.workload.partitioners.topic") == layer_of(
+        "producer_core.workload.workload")
+    assert layer_of("cli.main") == len(LAYERS) - 1
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in import_graph():
+        layer_of(module)
+
+
+def test_no_import_cycle_anywhere() -> None:
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
+    upward = upward_imports(import_graph())
+    assert not upward, "imports that run back up:\n" + "\n".join(upward)
+
+
 def test_no_driver_imports_another() -> None:
     graph = import_graph()
-    drivers = {"producer_core.engine", "producer_core.librdkafka_engine",
-               "producer_core.kafka_java.run"}
+    drivers = {"producer_core.drivers.engine", "producer_core.drivers.librdkafka",
+               "producer_core.drivers.kafka_java.run"}
     for driver in drivers:
         assert not graph[driver] & (drivers - {driver}), driver

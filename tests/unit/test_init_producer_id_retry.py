@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from producer_core.errors import BrokerError
-from producer_core.transport import Cluster
+from producer_core.transport.transport import Cluster
 
 COORDINATOR_LOAD_IN_PROGRESS = 14
 CLUSTER_AUTHORIZATION_FAILED = 31

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from producer_core.intervals import IntervalRecorder, engine_live, merge_intervals
-from producer_core.metrics import RequestRecord, RunMetrics, TopicMetrics
+from producer_core.results.intervals import IntervalRecorder, engine_live, merge_intervals
+from producer_core.results.metrics import RequestRecord, RunMetrics, TopicMetrics
 
 
 def _metrics() -> RunMetrics:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from producer_core.config import build_settings
-from producer_core.kafka_java.run import NO_CALLBACK, KafkaJavaRun
-from producer_core.workload import Workload
+from producer_core.drivers.kafka_java.run import NO_CALLBACK, KafkaJavaRun
+from producer_core.workload.workload import Workload
 
 
 def settled_run(result: dict[str, Any], generated: int) -> KafkaJavaRun:

@@ -30,17 +30,17 @@ from aiokafka.protocol.metadata import (
 )
 from aiokafka.protocol.produce import ProduceRequest_v0, ProduceRequest_v3
 
-from producer_core.errors import UsageError
-from producer_core.lab import protocol
-from producer_core.lab.delay import DelayModel
-from producer_core.lab.layout import Layout, Node
-from producer_core.lab.protocol import (
+from producer_core.brokers.lab import protocol
+from producer_core.brokers.lab.delay import DelayModel
+from producer_core.brokers.lab.layout import Layout, Node
+from producer_core.brokers.lab.protocol import (
     ProtocolError,
     _ApiVersionsResponse_v3,
     _DescribeClusterResponse_v1,
     _Tags,
 )
-from producer_core.lab.state import process_alive, read_state, remove_state, write_state
+from producer_core.brokers.lab.state import process_alive, read_state, remove_state, write_state
+from producer_core.errors import UsageError
 
 LAYOUT = Layout([Node(1, "127.0.0.1", 9001), Node(2, "127.0.0.1", 9002),
                  Node(3, "127.0.0.1", 9003)])

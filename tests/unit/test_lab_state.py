@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.lab.state import (
+from producer_core.brokers.lab.state import (
     UP_MARKER,
     LabStateError,
     identity,

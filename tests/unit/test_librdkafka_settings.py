@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import MODES, build_settings
+from producer_core.drivers.librdkafka import librdkafka_config
 from producer_core.errors import ConfigError
-from producer_core.librdkafka_engine import librdkafka_config
 
 
 def test_librdkafka_and_java_are_modes():

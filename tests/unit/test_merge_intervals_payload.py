@@ -8,8 +8,8 @@ import pickle
 import numpy as np
 
 from producer_core.distributed.merge import from_payload, merge_results, to_payload
-from producer_core.intervals import IntervalRecorder, engine_live
-from producer_core.metrics import TopicMetrics
+from producer_core.results.intervals import IntervalRecorder, engine_live
+from producer_core.results.metrics import TopicMetrics
 from tests.results_fakes import fake_results
 
 

@@ -7,12 +7,12 @@ import dataclasses
 
 import pytest
 
-from producer_core.compare import SUMMARY_METRICS as COMPARE_SUMMARY
-from producer_core.compare import summarise
+from producer_core.analysis.compare import SUMMARY_METRICS as COMPARE_SUMMARY
+from producer_core.analysis.compare import summarise
+from producer_core.analysis.gate import MetricSource, schema_knows
 from producer_core.distributed.merge import from_payload, merge_results, to_payload
-from producer_core.gate import MetricSource, schema_knows
-from producer_core.histogram import LatencyHistogram
-from producer_core.metric_catalog import (
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.metric_catalog import (
     HISTOGRAMS,
     METRICS,
     SUMMARY,
@@ -20,8 +20,8 @@ from producer_core.metric_catalog import (
     Merge,
     Metric,
 )
-from producer_core.metrics import Results, RunMetrics, Section, TopicMetrics
-from producer_core.results_io import validate_document
+from producer_core.results.metrics import Results, RunMetrics, Section, TopicMetrics
+from producer_core.results.results_io import validate_document
 from tests.results_fakes import fake_results, with_broker_cost
 
 

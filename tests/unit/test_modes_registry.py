@@ -9,11 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
-from producer_core import compare, config, sweep
-from producer_core.accumulator import Accumulator, TopicPartition
+from producer_core import config
+from producer_core.analysis import compare, sweep
 from producer_core.config import SETTINGS, build_settings
-from producer_core.engine import run_async as engine_run_async
-from producer_core.linger import LingerPolicy
+from producer_core.core.accumulator import Accumulator, TopicPartition
+from producer_core.core.linger import LingerPolicy
+from producer_core.drivers.engine import run_async as engine_run_async
+from producer_core.drivers.run_types import RunDriver
 from producer_core.modes import (
     BY_NAME,
     COLLECTOR_MODES,
@@ -23,7 +25,6 @@ from producer_core.modes import (
     make_policy,
     mode,
 )
-from producer_core.run_types import RunDriver
 
 
 def _accumulator(batch_size: int) -> Accumulator:

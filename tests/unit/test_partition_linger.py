@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from producer_core.accumulator import Accumulator, TopicPartition
-from producer_core.linger.base import PollContext, RequestLimits
-from producer_core.linger.partition import NoLinger, PartitionLinger
+from producer_core.core.accumulator import Accumulator, TopicPartition
+from producer_core.core.linger.base import PollContext, RequestLimits
+from producer_core.core.linger.partition import NoLinger, PartitionLinger
 
 VALUE = bytes(100)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from producer_core.partitioner import key_table, murmur2, partition_for_key
+from producer_core.workload.partitioners.partitioner import key_table, murmur2, partition_for_key
 
 # Values from Apache Kafka's UtilsTest.testMurmur2 (Java).
 JAVA_MURMUR2 = {

@@ -9,25 +9,25 @@ import math
 import numpy as np
 import pytest
 
-from producer_core.accumulator import BATCH_FILLED, Accumulator, TopicPartition
-from producer_core.compare import parse_mode_configs
+from producer_core.analysis.compare import parse_mode_configs
 from producer_core.config import build_settings
+from producer_core.core.accumulator import BATCH_FILLED, Accumulator, TopicPartition
+from producer_core.drivers.generator import Generator
 from producer_core.errors import ConfigError, UsageError
-from producer_core.generator import Generator
-from producer_core.metrics import RunMetrics
-from producer_core.partitioner import partition_for_key
-from producer_core.partitioners import PARTITIONERS, Partitioning
-from producer_core.partitioners.hashes import (
+from producer_core.results.metrics import RunMetrics
+from producer_core.workload.partitioners import PARTITIONERS, Partitioning
+from producer_core.workload.partitioners.hashes import (
     crc32_partition,
     fnv1a,
     fnv1a_partition,
     murmur2_partition,
 )
-from producer_core.partitioners.librdkafka import LibrdkafkaKeyless
-from producer_core.partitioners.sticky import BATCH_HEADER, Kip480, UniformSticky
-from producer_core.partitioners.topic import TopicPartitioner
-from producer_core.workload import Workload
-from producer_core.workload_file import parse_workload
+from producer_core.workload.partitioners.librdkafka import LibrdkafkaKeyless
+from producer_core.workload.partitioners.partitioner import partition_for_key
+from producer_core.workload.partitioners.sticky import BATCH_HEADER, Kip480, UniformSticky
+from producer_core.workload.partitioners.topic import TopicPartitioner
+from producer_core.workload.workload import Workload
+from producer_core.workload.workload_file import parse_workload
 
 # Partitions librdkafka (confluent-kafka 2.16.1) chose for these keys on a 7-partition
 # topic: each key produced with `partitioner=<name>` to an embedded Tansu topic, and the

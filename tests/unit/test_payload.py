@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from producer_core.errors import UsageError
-from producer_core.message_source import TopicSource
-from producer_core.payload import PayloadSpec, unescape
-from producer_core.workload import ID_BYTES, SizeSpec, TopicSpec, Workload, message_id_of
+from producer_core.workload.message_source import TopicSource
+from producer_core.workload.payload import PayloadSpec, unescape
+from producer_core.workload.workload import ID_BYTES, SizeSpec, TopicSpec, Workload, message_id_of
 
 
 def _source(size: int = 1000, payload: PayloadSpec | None = None, seed: int = 1,
@@ -98,7 +98,7 @@ def test_workload_payload_reaches_every_topic() -> None:
 
 
 def test_a_payload_file_decides_the_value_sizes(tmp_path) -> None:
-    from producer_core.run_checks import check_message_fits
+    from producer_core.drivers.run_checks import check_message_fits
 
     path = tmp_path / "records.txt"
     path.write_bytes(b"ab\nabcd\nab\n" + b"x" * 5000 + b"\n")
@@ -114,8 +114,8 @@ def test_a_payload_file_decides_the_value_sizes(tmp_path) -> None:
 def test_fixed_size_fast_path_gives_the_bytes_offsets_defines() -> None:
     """The run-by-run path (no numpy) cuts exactly the slices `offsets` places, across run
     boundaries and for passes of any size."""
-    from producer_core.message_source import TopicSource
-    from producer_core.payload import RUN, offsets
+    from producer_core.workload.message_source import TopicSource
+    from producer_core.workload.payload import RUN, offsets
 
     spec = Workload(topic="t", partitions=8, rate=1000, duration_s=1,
                     message_size=100).topic_specs()[0]

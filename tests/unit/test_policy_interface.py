@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import build_settings
-from producer_core.linger.base import (
+from producer_core.core.accumulator import Accumulator, TopicPartition
+from producer_core.core.linger.base import (
     Admission,
     LatencyFeedback,
     PollContext,
@@ -15,7 +15,7 @@ from producer_core.linger.base import (
     RequestLimits,
     RunStart,
 )
-from producer_core.linger.collector import (
+from producer_core.core.linger.collector import (
     Collector,
     CollectorPolicy,
     Flush,

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from producer_core.accumulator import Accumulator, TopicPartition
 from producer_core.config import build_settings
+from producer_core.core.accumulator import Accumulator, TopicPartition
 from producer_core.core.ledger import Ledger
 from producer_core.core.producer import (
     AddPartitions,
@@ -30,11 +30,11 @@ from producer_core.core.producer import (
     TransactionFailed,
     Wake,
 )
+from producer_core.core.sender import Sender, SenderConfig
+from producer_core.core.transactions import TransactionConfig, Transactions
 from producer_core.errors import BrokerError
-from producer_core.metrics import RunMetrics, TopicMetrics
 from producer_core.modes import make_policy
-from producer_core.sender import Sender, SenderConfig
-from producer_core.transactions import TransactionConfig, Transactions
+from producer_core.results.metrics import RunMetrics, TopicMetrics
 
 UNKNOWN_PRODUCER_ID = 59
 PRODUCER_FENCED = 90

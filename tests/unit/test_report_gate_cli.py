@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from cli.gate_cmd import gate
 from cli.report_cmd import report
-from producer_core.compare import SUMMARY_METRICS
-from producer_core.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.analysis.compare import SUMMARY_METRICS
+from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
 from tests.results_fakes import fake_comparison, fake_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from cli.charts import mode_color
 from cli.report_cmd import report
-from producer_core.intervals import IntervalRecorder, engine_live
-from producer_core.metrics import ClientCounts, TopicMetrics
-from producer_core.results_io import add_facts
+from producer_core.results.intervals import IntervalRecorder, engine_live
+from producer_core.results.metrics import ClientCounts, TopicMetrics
+from producer_core.results.results_io import add_facts
 from tests.results_fakes import fake_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

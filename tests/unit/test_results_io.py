@@ -8,9 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from producer_core.histogram import LatencyHistogram
-from producer_core.request_log import REQUEST_LOG_SCHEMA, read_request_log
-from producer_core.results_io import (
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.request_log import REQUEST_LOG_SCHEMA, read_request_log
+from producer_core.results.results_io import (
     ResultsError,
     RunRecorder,
     add_facts,

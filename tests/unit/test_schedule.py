@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from producer_core.schedule import PoissonSchedule, bursts, constant, ramp, step
+from producer_core.workload.schedule import PoissonSchedule, bursts, constant, ramp, step
 
 
 def all_offsets(schedule, horizon: float) -> np.ndarray:

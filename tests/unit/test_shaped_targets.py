@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.message_source import run_target_rate
-from producer_core.metrics import Results, RunMetrics
-from producer_core.workload import Workload
-from producer_core.workload_file import load_workload
+from producer_core.results.metrics import Results, RunMetrics
+from producer_core.workload.message_source import run_target_rate
+from producer_core.workload.workload import Workload
+from producer_core.workload.workload_file import load_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,10 +7,7 @@ import re
 
 import pytest
 
-from producer_core.config import MODES
-from producer_core.errors import UsageError
-from producer_core.results_io import load_results
-from producer_core.sweep import (
+from producer_core.analysis.sweep import (
     Cell,
     CellResult,
     check_cells,
@@ -28,8 +25,11 @@ from producer_core.sweep import (
     resume_key,
     window_assignments,
 )
-from producer_core.sweep_run import SweepPlan, SweepRunner
-from producer_core.workload import Workload
+from producer_core.analysis.sweep_run import SweepPlan, SweepRunner
+from producer_core.config import MODES
+from producer_core.errors import UsageError
+from producer_core.results.results_io import load_results
+from producer_core.workload.workload import Workload
 from tests.results_fakes import fake_results
 
 # --------------------------------------------------------------------------- grid
@@ -327,7 +327,7 @@ def test_resume_refuses_a_different_sweep(tmp_path):
 
 
 def test_resume_refuses_a_directory_that_is_not_a_sweep(tmp_path):
-    from producer_core.results_io import write_results_dir
+    from producer_core.results.results_io import write_results_dir
     from tests.results_fakes import fake_comparison
 
     document, results = fake_comparison()

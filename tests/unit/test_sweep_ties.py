@@ -3,7 +3,7 @@ broken by lower latency, then by the simpler setting, and the sentence says so."
 
 from __future__ import annotations
 
-from producer_core.sweep import Cell, parse_slo, recommend, ties
+from producer_core.analysis.sweep import Cell, parse_slo, recommend, ties
 from tests.unit.test_sweep import result, run
 
 SLO8 = parse_slo("p99<=8ms")

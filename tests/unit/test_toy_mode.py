@@ -10,9 +10,9 @@ import pytest
 import producer_core.config
 import producer_core.modes
 from producer_core.config import build_settings
-from producer_core.engine import Engine
+from producer_core.drivers.engine import Engine
 from producer_core.errors import ConfigError
-from producer_core.workload import Workload
+from producer_core.workload.workload import Workload
 from tests.unit.toy.tick_mode import TICK
 from tests.virtual_run import FakeCluster, run_virtual
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from producer_core.message_source import SHARE_ID_SHIFT, TOPIC_ID_SHIFT
-from producer_core.verify import (
+from producer_core.measure.verify import (
     check_topic,
     idempotence_enabled,
     out_of_order,
     problems,
     verify_document,
 )
+from producer_core.workload.message_source import SHARE_ID_SHIFT, TOPIC_ID_SHIFT
 
 T1 = 1 << TOPIC_ID_SHIFT  # ids of the second topic of a run
 

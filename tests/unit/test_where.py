@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from producer_core.where import (
+from producer_core.analysis.where import (
     WHERE_COLUMNS,
     Between,
     BoolOp,

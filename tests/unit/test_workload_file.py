@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from producer_core.message_source import TopicSource
-from producer_core.workload import ID_BYTES, message_id_of
-from producer_core.workload_file import WorkloadFileError, load_workload, parse_workload
+from producer_core.workload.message_source import TopicSource
+from producer_core.workload.workload import ID_BYTES, message_id_of
+from producer_core.workload.workload_file import WorkloadFileError, load_workload, parse_workload
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "workloads").glob("*.yaml"))
 

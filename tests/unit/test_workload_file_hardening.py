@@ -9,13 +9,13 @@ import tracemalloc
 
 import pytest
 
-from producer_core.message_source import make_schedule, scheduled_total
-from producer_core.workload_file import (
+from producer_core.workload.message_source import make_schedule, scheduled_total
+from producer_core.workload.workload_file import (
     WorkloadFileError,
     check_sends_something,
     parse_workload,
 )
-from producer_core.yaml_guard import PlainYamlError
+from producer_core.workload.yaml_guard import PlainYamlError
 
 TOPIC = "  - {name: t, partitions: 1, rate: {constant: 10}}\n"
 

@@ -10,20 +10,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from producer_core.accumulator import drain_request
-from producer_core.errors import ConfigError
-from producer_core.linger.base import (
+from producer_core.core.accumulator import drain_request
+from producer_core.core.linger.base import (
     LingerPolicy,
     PollContext,
     QueueView,
     RequestLimits,
     RequestPlan,
 )
+from producer_core.errors import ConfigError
 from producer_core.modes.spec import ModeSpec, SettingSpec
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
-    from producer_core.workload import TopicSpec
+    from producer_core.workload.workload import TopicSpec
 
 INTERVAL = SettingSpec("tick.interval.ms", 4, "int", "mode tick: how often every broker "
                        "gets one request with all it has queued", 1, 60_000, modes=("tick",))

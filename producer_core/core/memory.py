@@ -1,0 +1,94 @@
+"""Buffer memory as the generator meets it: Java's batch accounting, and `max.block.ms`.
+
+When the producer's memory is used up, the Java client's `send()` blocks (BufferPool
+`allocate`) for at most `max.block.ms`, then throws for that record; the application's
+next `send()` starts its own wait. kbatch's generator behaves the same way, so a message
+that waited `max.block.ms` is counted as failed with reason `max.block.ms`, and the time
+the generator spent blocked is reported, since it delays every later message.
+
+Pure: no clock, no I/O; times come in as arguments (seconds).
+"""
+
+from __future__ import annotations
+
+from producer_core.results.metrics import RunMetrics
+
+MAX_BLOCK_REASON = "max.block.ms (buffer.memory exhausted)"
+"""Failure reason of a message that waited `max.block.ms` for buffer memory."""
+
+
+class BlockedGenerator:
+    """Times the generator's waits for memory and fails messages whose wait ran out.
+
+    An *episode* runs from the first time the generator has a message due and no memory,
+    until it can append again. Within it, the first waiting message fails once it has
+    waited `max.block.ms`; the next one's wait starts at that moment (as a thread calling
+    Java's `send()` in order would see it). With `max.block.ms` 0 every message that meets
+    exhausted memory fails at once.
+    """
+
+    def __init__(self, max_block_s: float, metrics: RunMetrics,
+                 reason: str = MAX_BLOCK_REASON) -> None:
+        self.max_block_s = max_block_s
+        self.metrics = metrics
+        self.reason = reason
+        self.episode_start: float | None = None
+        self.wait_start = 0.0
+
+    @property
+    def blocked(self) -> bool:
+        return self.episode_start is not None
+
+    def wait(self, now: float, waiting: int) -> int:
+        """`waiting` messages are due and there is no memory: how many fail now.
+
+        The failed messages are counted in the metrics with `reason`; the caller skips
+        them (they are the first `n` of the waiting ones, in order).
+        """
+        if self.episode_start is None:
+            self.episode_start = self.wait_start = now
+            self.metrics.blocked_episodes += 1
+        failed = 0
+        while failed < waiting and now - self.wait_start >= self.max_block_s:
+            failed += 1
+            self.wait_start += self.max_block_s
+        if failed:
+            self.metrics.fail(failed, self.reason)
+        return failed
+
+    def release(self, now: float) -> None:
+        """Memory is available again (or the run ends): the episode is over."""
+        if self.episode_start is None:
+            return
+        length = max(0.0, now - self.episode_start)
+        self.metrics.blocked_s += length
+        self.metrics.blocked_max_s = max(self.metrics.blocked_max_s, length)
+        self.episode_start = None
+
+    def deadline(self) -> float | None:
+        """When the waiting message's `max.block.ms` runs out (None if not blocked)."""
+        if self.episode_start is None:
+            return None
+        return self.wait_start + self.max_block_s
+
+
+class BatchMemory:
+    """Java's BufferPool accounting (mode java).
+
+    Every batch holds `max(batch.size, one record)` bytes of `buffer.memory` from its
+    creation until its response arrives (or it finally fails): queued batches, in-flight
+    batches and batches waiting to be retried all count. A new batch needs a whole
+    allocation, so memory is exhausted when one more allocation would not fit.
+    """
+
+    def __init__(self, limit: int, batch_bytes: int) -> None:
+        self.limit = limit
+        self.batch_bytes = batch_bytes
+        self.held = 0
+        """Batches drained from the accumulator whose outcome is not settled yet."""
+
+    def used(self, queued_batches: int) -> int:
+        return (queued_batches + self.held) * self.batch_bytes
+
+    def exhausted(self, queued_batches: int) -> bool:
+        return self.used(queued_batches) + self.batch_bytes > self.limit

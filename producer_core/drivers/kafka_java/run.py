@@ -1,0 +1,475 @@
+"""Mode `kafka-java`: the real Java producer on kbatch's workload, measured as kbatch does.
+
+The design choice: kbatch's own `Generator` (the same one `librdkafka_engine` and the
+engine use) produces the schedule, ids, keys, values, headers and partitions, and streams
+each message to the Java driver over its stdin at the message's intended time, with that
+time converted to the driver's clock (`protocol`). The driver hands it to
+`KafkaProducer.send`, so Java and the emulation get identical messages, in identical
+partitions, at identical times, with no second implementation of the schedule to drift.
+A full `buffer.memory` blocks `send()` in Java, which stops the driver reading, which fills
+the pipe and blocks the generator: the same back-pressure as Java's `max.block.ms`.
+
+Latency is taken in Java's send callback from the message's intended time into one
+HdrHistogram per topic (1 µs .. 1 h, 3 digits, as `histogram.LatencyHistogram`), shipped
+back base64-encoded and merged exactly. Requests: the driver wraps the Sender's
+`KafkaClient` and reports every Produce request it writes (broker, partitions, records,
+bytes) and the round trip of each; the client's own `producer-node-metrics` request-total
+per node (every request type) is kept in the results JSON beside them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from producer_core.client_properties import java_producer_passthrough
+from producer_core.config import ProducerSettings
+from producer_core.drivers.generator import ClientBatching, Generator
+from producer_core.drivers.kafka_java import protocol
+from producer_core.drivers.kafka_java.driver import Driver, prepare
+from producer_core.drivers.run_checks import check_message_fits, run_warnings
+from producer_core.drivers.run_types import (
+    PROGRESS_INTERVAL_S,
+    START_LEAD_S,
+    Delivery,
+    Progress,
+    phased_start,
+)
+from producer_core.errors import BrokerError, ConfigError
+from producer_core.modes.kafka_java_settings import java_properties
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.metrics import (
+    ClientCounts,
+    RequestRecord,
+    Results,
+    RunMetrics,
+    Section,
+    TopicMetrics,
+)
+from producer_core.security import redact, scrub
+from producer_core.transport.transport import ensure_topics
+from producer_core.workload.workload import Workload
+
+HELLO_TIMEOUT_S = 60.0
+PINGS = 5
+REQUEST_REASON = "java-sender"
+MIN_SLEEP_S = 0.00005
+"""The generator's shortest sleep between passes. Each message reaches Java at its intended
+time (time.sleep waits to tens of microseconds); a 0.5 ms floor here used to deliver
+2,000 msg/s in late pairs, which made the Java producer batch more than the same schedule
+asks (issue #18)."""
+NO_CALLBACK = "no callback before close"
+"""The unknown reason of a message the driver took but whose send callback never came."""
+
+
+STOP_GRACE_S = 10.0
+"""After a stop, how long the Java producer may take to settle what it was handed."""
+
+
+class _PipeSink:
+    """Takes the generator's appends and writes them to the driver as 'M' frames."""
+
+    def __init__(self, run: KafkaJavaRun) -> None:
+        self.run = run
+
+    def append_many(self, slots: list[int], message_ids: range, keys: list[bytes] | None,
+                    values: list[bytes], intended: list[float], now: float,
+                    timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None,
+                    value_size: int | None = None) -> list[tuple[int, int]]:
+        run = self.run
+        encoded_headers = protocol.encode_headers(headers)
+        frame, offset, warmup = protocol.message, run.offset_ns, run.warmup_until
+        targets, topic_index = run.targets, run.topic_index
+        key_iter = keys if keys is not None else [None] * len(values)
+        frames = []
+        for slot, message_id, key, value, when in zip(
+                slots, message_ids, key_iter, values, intended, strict=True):
+            frames.append(frame(topic_index[slot], targets[slot][1],
+                                round(when * 1e9) + offset, when >= warmup, message_id,
+                                timestamp_ms, key, value, encoded_headers))
+        run.write(b"".join(frames))
+        return []
+
+
+class KafkaJavaRun:
+    """One run of one workload through the Java driver."""
+
+    def __init__(self, workload: Workload, settings: ProducerSettings, bootstrap: str,
+                 driver: Driver, on_progress: Callable[[Progress], None] | None = None,
+                 deliveries: list[Delivery] | None = None) -> None:
+        self.workload = workload
+        self.settings = settings
+        self.bootstrap = bootstrap
+        self.driver = driver
+        self.on_progress = on_progress
+        self.deliveries = deliveries
+        self.metrics = RunMetrics()
+        self.stop = threading.Event()
+        self.clock = time.monotonic
+        self.start = 0.0
+        self.warmup_until = 0.0
+        self.offset_ns = 0
+        self.specs = workload.topic_specs()
+        self.targets: list[tuple[str, int]] = []
+        self.topic_index: list[int] = []
+        self.first_slots: list[int] = []
+        for index, spec in enumerate(self.specs):
+            self.first_slots.append(len(self.targets))
+            self.targets.extend((spec.name, p) for p in range(spec.partitions))
+            self.topic_index.extend([index] * spec.partitions)
+            self.metrics.topics.setdefault(spec.name, TopicMetrics())
+        self.properties = {**java_properties(dict(settings.values)),
+                           **java_producer_passthrough(settings.foreign_properties),
+                           **settings.security.java_properties(),
+                           "bootstrap.servers": bootstrap}
+        self._lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._requests: list[dict[str, Any]] = []
+        self._progress: dict[str, Any] = {}
+        self._result: dict[str, Any] | None = None
+        self._config_error: str | None = None
+        self._acks0_answered: str | None = None
+        self._done = threading.Event()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self._intended: int | None = None
+        self._last_progress = 0.0
+
+    def abort(self) -> None:
+        """Stop now (the run was cancelled): kill the driver, which unblocks a write the
+        generator may be stuck in while Java's send() waits for buffer.memory."""
+        self.stop.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
+    # ------------------------------------------------------------- the pipe
+    def write(self, data: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+        except (BrokenPipeError, ValueError):
+            raise self._driver_died() from None
+
+    def _read(self, stdout: IO[bytes]) -> None:
+        """Reader thread: every line the driver writes, until it closes stdout."""
+        try:
+            for line in stdout:
+                item = protocol.parse_line(line)
+                kind = item["type"]
+                if kind == "request":
+                    self._requests.append(item)
+                elif kind == "delivery":
+                    if self.deliveries is not None:
+                        spec = self.specs[item["topic"]]
+                        self.deliveries.append(Delivery(spec.name, item["partition"],
+                                                        item["offset"], [item["id"]]))
+                elif kind == "progress":
+                    self._progress = item
+                elif kind == "result":
+                    self._result = item
+                elif kind == "config_error":
+                    self._config_error = item.get("message") or "rejected"
+                elif kind == "acks0_answered":
+                    self._acks0_answered = str(item.get("message"))
+                else:
+                    self._lines.put(item)
+        except BrokerError as exc:
+            self._lines.put({"type": "protocol_error", "message": str(exc)})
+        finally:
+            self._done.set()
+            self._lines.put({"type": "closed"})
+
+    def _next(self, kind: str, timeout: float) -> dict[str, Any]:
+        deadline = self.clock() + timeout
+        while True:
+            try:
+                item = self._lines.get(timeout=max(0.0, deadline - self.clock()))
+            except queue.Empty:
+                raise BrokerError(f"kbatch's Java driver sent no {kind} within "
+                                  f"{timeout:.0f} s.") from None
+            if item["type"] == kind:
+                return item
+            if item["type"] in ("closed", "protocol_error"):
+                raise self._driver_died(item.get("message"))
+
+    def _check_acks0_answered(self) -> None:
+        """Stop at once if the broker answered acks=0 Produce requests (see the driver's
+        `answeredAcksZero`): the Java producer would wait delivery.timeout.ms for nothing."""
+        if self._acks0_answered is None:
+            return
+        raise BrokerError(
+            "The broker answered Produce requests sent with acks=0, which get no answer in "
+            "Kafka's protocol; the Java producer cannot take such an answer (it loses the "
+            "completions of the requests it had just written, and its flush() would wait "
+            "delivery.timeout.ms for them), so kbatch stopped the run. The embedded Tansu "
+            "broker does this. For mode kafka-java use -X acks=1 or acks=all, or --broker "
+            f"kafka (Apache Kafka) for acks=0. The Java client said: {self._acks0_answered}")
+
+    def _driver_died(self, message: str | None = None) -> Exception:
+        self._done.wait(2.0)  # let the reader take the driver's last lines (config_error)
+        if self._config_error is not None:
+            refusal = scrub(self._config_error, self.properties)
+            return ConfigError(f"The Java producer refused the settings "
+                               f"{redact(self.properties)}: {refusal}")
+        tail = ""
+        if self._stderr is not None:
+            self._stderr.seek(0)
+            tail = "\n".join(self._stderr.read().decode(errors="replace").strip()
+                             .splitlines()[-15:])
+        return BrokerError(f"kbatch's Java driver stopped unexpectedly"
+                           f"{': ' + message if message else ''}. It said:\n{tail or '-'}")
+
+    def _handshake(self) -> None:
+        hello = self._next("hello", HELLO_TIMEOUT_S)
+        if hello.get("protocol") != protocol.PROTOCOL_VERSION:
+            raise BrokerError(f"kbatch's Java driver speaks protocol {hello.get('protocol')}, "
+                              f"kbatch {protocol.PROTOCOL_VERSION}; delete its cached build.")
+        self.client_version = str(hello.get("client_version"))
+        self.write(protocol.header([s.name for s in self.specs], self.properties,
+                                   self.deliveries is not None))
+        best: tuple[int, int] | None = None  # (round trip, offset), the tightest ping wins
+        for _ in range(PINGS):
+            before = time.monotonic_ns()
+            self.write(protocol.PING)
+            self._flush()
+            pong = self._next("pong", HELLO_TIMEOUT_S)
+            after = time.monotonic_ns()
+            estimate = (after - before, pong["ns"] - (before + after) // 2)
+            best = estimate if best is None or estimate[0] < best[0] else best
+        assert best is not None
+        self.offset_ns = best[1]
+        self.clock_uncertainty_us = best[0] / 2000
+
+    def _flush(self) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise self._driver_died() from None
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> Results:
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _close
+        self._proc = subprocess.Popen(self.driver.command(), stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=self._stderr)
+        assert self._proc.stdout is not None
+        reader = threading.Thread(target=self._read, args=(self._proc.stdout,),
+                                  name="kbatch-java-reader", daemon=True)
+        reader.start()
+        try:
+            self._handshake()
+            generator = Generator(self.workload, self.first_slots,
+                                  _PipeSink(self),  # type: ignore[arg-type]
+                                  ClientBatching(), self.metrics)  # type: ignore[arg-type]
+            # on Java's clock (the wall clock's milliseconds), the phase mode java runs at
+            self.start = phased_start(self.clock() + START_LEAD_S, time.time() - self.clock())
+            if self.workload.start_at is not None:  # a share of a distributed run
+                self.start = self.clock() + max(0.0, self.workload.start_at - time.time())
+                time.sleep(max(0.0, self.start - self.clock()))
+            self.warmup_until = self.start + self.workload.warmup_s
+            self._last_progress = self.start
+            generator.begin(self.start)
+            self._intended = generator.intended_total()
+            self._generate(generator)
+            # Stopped (a signal): like the engine, stop generating, give what was handed to
+            # the producer a short grace, and report it as a partial run (complete: false).
+            stopped = self.stop.is_set()
+            self.write(protocol.END)
+            self._flush()
+            self._proc.stdin.close()  # type: ignore[union-attr]
+            deadline = self.clock() + (STOP_GRACE_S if stopped
+                                       else self.settings.delivery_timeout_s + 60.0)
+            while self._result is None and not self._done.wait(0.2):
+                self._check_acks0_answered()
+                self._report()
+                if self.stop.is_set() and not stopped:
+                    stopped = True
+                    deadline = min(deadline, self.clock() + STOP_GRACE_S)
+                if self.clock() > deadline:
+                    break
+            if self._result is None:
+                if stopped:
+                    raise asyncio.CancelledError
+                raise self._driver_died("it sent no result")
+            if stopped:
+                self.metrics.complete = False
+            end = self.clock()
+            if self._result.get("last_ack_ns"):  # the run ends at its last acknowledgement
+                end = min(end, (self._result["last_ack_ns"] - self.offset_ns) / 1e9)
+        finally:
+            self._close()
+        return self._results(end)
+
+    def _close(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if self._stderr is not None:
+            self._stderr.close()
+
+    def _generate(self, generator: Generator) -> None:
+        """The engine's generator loop; the pipe is flushed after every pass."""
+        clock = self.clock
+        while not self.stop.is_set():
+            now = clock()
+            if generator.due(now) > 0:
+                generator.generate(now)
+                self._flush()
+            self._report()
+            self._check_acks0_answered()
+            if generator.finished(clock()):
+                return
+            if self._done.is_set():
+                raise self._driver_died()
+            if generator.unthrottled or generator.due(clock()) > 0:
+                continue
+            next_due = generator.next_due()
+            wait = 0.05 if next_due is None else next_due - clock()
+            time.sleep(min(max(wait, MIN_SLEEP_S), 0.05))
+
+    def _report(self) -> None:
+        now = self.clock()
+        if self.on_progress is None or now - self._last_progress < PROGRESS_INTERVAL_S:
+            return
+        self._last_progress = now
+        p = self._progress
+        self.on_progress(Progress(
+            elapsed_s=max(0.0, now - self.start), generated=self.metrics.messages_generated,
+            acknowledged=p.get("acked", 0), failed=p.get("failed", 0), in_flight_requests=0,
+            requests_sent=p.get("requests", 0), p99_ms=0.0, target_messages=self._intended,
+        ))
+
+    # -------------------------------------------------------------- results
+    def _settle(self, result: dict[str, Any]) -> None:
+        """Each message's outcome as the engine counts them (see the driver's header):
+        acknowledged, failed, unknown (may be written) or sent_unacknowledged (acks=0); a
+        message generated but never settled by a callback is unknown, not dropped."""
+        m = self.metrics
+        m.messages_acked = result["acked"]
+        m.failed_reasons.update(result["failed_reasons"])
+        m.messages_failed = result["failed"]
+        m.messages_sent_unacknowledged = result.get("unacked", 0)
+        for reason, count in result.get("unknown_reasons", {}).items():
+            m.unknown(count, reason)
+        zeros = [0] * len(self.specs)
+        per_topic = zip(self.specs, result["topic_acked"], result["topic_failed"],
+                        result.get("topic_unacked", zeros), result.get("topic_unknown", zeros),
+                        strict=True)
+        for spec, acked, failed, unacked, unknown in per_topic:
+            topic = m.topics[spec.name]
+            topic.acknowledged, topic.failed = acked, failed
+            topic.sent_unacknowledged, topic.unknown = unacked, unknown
+            missing = topic.generated - (acked + failed + unacked + unknown + topic.discarded)
+            if missing > 0:
+                topic.unknown += missing
+                m.unknown(missing, NO_CALLBACK)
+
+    def _idempotence(self, reported: Any, warnings: list[str]) -> dict[str, Any]:
+        """What the Java producer ran with (its TransactionManager), not what was asked:
+        `--verify` excuses duplicates and reorders only when idempotence was off."""
+        if isinstance(reported, dict) and isinstance(reported.get("enabled"), bool):
+            return {k: v for k, v in reported.items()
+                    if k in ("enabled", "producer_id", "producer_epoch")}
+        configured = str(self.settings["enable.idempotence"]).lower() == "true"
+        detail = reported.get("unknown") if isinstance(reported, dict) else "not reported"
+        warnings.append(f"The Java producer's idempotence could not be read ({detail}); the "
+                        f"results give the setting (enable.idempotence={str(configured).lower()}).")
+        return {"enabled": configured}
+
+    def _results(self, end: float) -> Results:
+        result = self._result
+        assert result is not None
+        m = self.metrics
+        self._settle(result)
+        for index, spec in enumerate(self.specs):
+            topic = m.topics[spec.name]
+            histogram = LatencyHistogram.decode(result["latency_us"][index])
+            topic.latency.merge(histogram)
+            m.latency.merge(histogram)
+        m.rtt.merge(LatencyHistogram.decode(result["rtt_us"]))
+        producer_metrics = result.get("producer_metrics", {})
+        # time send() spent blocked on a full buffer.memory, by Java's own count
+        m.blocked_s = producer_metrics.get("bufferpool-wait-time-ns-total", 0.0) / 1e9
+        warnings = run_warnings(m, self.workload, "a full buffer.memory")
+        start_ns = round(self.start * 1e9) + self.offset_ns
+        counted = all(r["partitions"] >= 0 for r in self._requests)
+        for r in self._requests:
+            for name, (records, size) in r.get("topics", {}).items():
+                topic = m.topics.get(name)
+                if topic is not None:  # a request carrying several topics counts for each
+                    topic.requests += 1
+                    topic.records_sent += records
+                    topic.bytes_sent += size
+            m.requests_by_broker[r["broker"]] += 1
+            m.records_sent += r["records"]
+            m.bytes_sent += r["bytes"]
+            if counted:
+                m.requests.append(RequestRecord(
+                    send_time_s=(r["ns"] - start_ns) / 1e9, broker=r["broker"],
+                    partitions=r["partitions"], records=r["records"], bytes=r["bytes"],
+                    reason=REQUEST_REASON, linger_ms=-1.0, attempt=1))
+        if not counted:
+            m.client_counts = ClientCounts(requests=len(self._requests), batches=0)
+            warnings.append("The driver could not read what some Produce requests carried; "
+                            "partitions and bytes per request show only their means.")
+        m.idempotence = self._idempotence(result.get("idempotence"), warnings)
+        if result.get("interception") != "sender-client":
+            warnings.append(f"Produce requests could not be counted in the client "
+                            f"({result.get('interception')}): requests_sent is 0; see "
+                            "kafka_java.node_request_total.")
+        return Results.of_run(
+            "kafka-java", self.workload,
+            {k: self.settings[k] for k in self.properties if k in self.settings.values},
+            self.bootstrap, m, start=self.start, end=end, intended=self._intended,
+            warnings=warnings,
+            client=Section("kafka_java", {
+                "client_version": self.client_version,
+                "protocol": protocol.PROTOCOL_VERSION,
+                "properties": redact(self.properties),
+                "request_counting": result.get("interception"),
+                "produce_requests_by_broker": result.get("requests_by_node", {}),
+                "node_request_total": result.get("node_request_total", {}),
+                "producer_metrics": producer_metrics,
+                "clock_offset_uncertainty_us": round(self.clock_uncertainty_us, 1),
+            }),
+        )
+
+
+async def run_async(
+    workload: Workload,
+    settings: ProducerSettings,
+    mode: str,
+    bootstrap: str,
+    on_progress: Callable[[Progress], None] | None = None,
+    deliveries: list[Delivery] | None = None,
+    stop: threading.Event | None = None,
+) -> Results:
+    """Run one workload through the Java producer; the same call and Results as the engine's.
+
+    `stop`, when set, ends the run early (as cancelling it does)."""
+    check_message_fits(workload.topic_specs(), settings.max_request_size,
+                       "the Java producer's max.request.size")
+    driver = await asyncio.to_thread(prepare)
+    runner = KafkaJavaRun(workload, settings, bootstrap, driver, on_progress, deliveries)
+    if stop is not None:
+        runner.stop = stop
+    await ensure_topics(bootstrap, settings, runner.specs)
+    try:
+        return await asyncio.to_thread(runner.run)
+    except asyncio.CancelledError:
+        runner.abort()
+        raise

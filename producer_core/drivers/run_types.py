@@ -1,0 +1,81 @@
+"""What every run driver shares: the progress snapshot, the delivery record (defined by
+the core's ledger, which makes them), the timing constants and the driver's call signature.
+
+kbatch's engine (`engine.py`), librdkafka (`librdkafka_engine.py`) and the Java producer
+(`kafka_java/run.py`) all run a workload the same way and return the same `Results`; they
+import these from here rather than from each other, so no driver depends on another.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from producer_core.core.ledger import Delivery
+
+if TYPE_CHECKING:
+    from producer_core.config import ProducerSettings
+    from producer_core.results.metrics import Results
+    from producer_core.workload.workload import Workload
+
+PROGRESS_INTERVAL_S = 0.25
+START_LEAD_S = 0.02
+"""The schedule starts this long after setup, so message 0 is not already late."""
+START_PHASE_S = 0.00025
+"""...and this far past a whole millisecond of the producer's clock (`phased_start`)."""
+STOP_GRACE_S = 2.0
+"""After a stop request, how long in-flight requests may still be answered (at most
+request.timeout.ms)."""
+STOP_CHECK_S = 0.05
+INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot for live displays."""
+
+    elapsed_s: float
+    generated: int
+    acknowledged: int
+    failed: int
+    in_flight_requests: int
+    requests_sent: int
+    p99_ms: float
+    target_messages: int | None
+    generator_lag_p99_ms: float | None = None
+    """How late the generator is against the rate schedule (None: the driver cannot tell)."""
+
+
+class RunDriver(Protocol):
+    """A driver's `run_async`: run one workload in one mode against the cluster at
+    `bootstrap` and return its Results. Setting `stop` ends the run early (Results say
+    `complete: false`); `deliveries`, when given, receives where each batch landed."""
+
+    async def __call__(
+        self,
+        workload: Workload,
+        settings: ProducerSettings,
+        mode: str,
+        bootstrap: str,
+        on_progress: Callable[[Progress], None] | None = None,
+        deliveries: list[Delivery] | None = None,
+        stop: threading.Event | None = None,
+    ) -> Results: ...
+
+
+def phased_start(earliest: float, clock_offset: float = 0.0) -> float:
+    """The first time at or after `earliest` that is `START_PHASE_S` past a whole
+    millisecond of a clock reading `t + clock_offset`.
+
+    The Java producer reads time in whole milliseconds (mode `java` models it), so where a
+    schedule's messages fall inside each millisecond decides how a batch's linger rounds;
+    a random phase made mode `java` and the Java producer (`kafka-java`, on the wall
+    clock: `clock_offset = time.time() - time.monotonic()`) each send up to ~10% more or
+    fewer requests from run to run at 2,000 msg/s. One phase for every run compares like
+    with like."""
+    reading = earliest + clock_offset
+    ticks = math.ceil((reading - START_PHASE_S) * 1000.0)
+    return ticks / 1000.0 + START_PHASE_S - clock_offset
