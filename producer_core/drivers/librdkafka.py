@@ -10,8 +10,14 @@ librdkafka partitioner name (`-X partitioner=murmur2_random` ...) kbatch passes
 (`RD_KAFKA_PARTITION_UA`): librdkafka chooses. Instead of an accumulator, the generator
 appends into `_ProduceSink`, which hands each message to `produce`. Latency is taken in the
 delivery callback from the intended send time, exactly as the engine does.
-When librdkafka's queue is full (`BufferError`) the generator blocks, polling, for at most
+When librdkafka's queue is full (`BufferError`) the generator blocks for at most
 `max.block.ms` per message, then counts that message as failed, as Java's `send()` does.
+
+Delivery reports and statistics are served by a thread of their own (`poll`), not by the
+generating one: after a stall of the brokers tens of thousands of reports arrive at once,
+and one `poll` serves them all, which held the schedule up for as long. In a thread apart,
+the interpreter switches back to the generator every few milliseconds (its switch
+interval). The two share only failure counts, changed under one lock.
 
 What librdkafka does not tell per request, kbatch does not invent: `requests_sent` is the
 sum of `brokers[*].req.Produce` from librdkafka's statistics (`stats_cb`), read after
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections import Counter
@@ -44,6 +51,7 @@ import numpy as np
 
 from producer_core.config import ProducerSettings
 from producer_core.core.memory import BlockedGenerator
+from producer_core.drivers.gc_quiet import quiet_gc
 from producer_core.drivers.generator import ClientBatching, Generator
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
 from producer_core.drivers.run_types import (
@@ -82,6 +90,37 @@ Python binding does not expose the message's persistence status, so a timed-out 
 _FATAL_CODES = frozenset({-169, -181})  # _AUTHENTICATION, _SSL
 """librdkafka errors that no retry cures: the run stops with a clear error instead."""
 
+_PER_PARTITION = re.compile(r'"(?:partitions|toppars)":\s*\{')
+_EMPTY_END = re.compile(r"\s*\}")
+_MEMBERS_END = re.compile(r"\}\s*\}")
+
+
+def parse_statistics(text: str) -> dict[str, Any]:
+    """librdkafka's statistics JSON without its per-partition objects, which kbatch does
+    not read: with 1,000 partitions on 3 brokers the document is about 760 kB, and
+    `json.loads` of all of it held the GIL (and so the generating thread) for 12-87 ms
+    every second. Each `"partitions"` / `"toppars"` object, whose members are flat
+    objects, is cut to `{}` by searching for its end (a member's `}` followed by the
+    object's `}`) and the rest, a few kB, is parsed. If librdkafka ever nests deeper
+    there, the cut text is not valid JSON and the whole document is parsed instead."""
+    pieces: list[str] = []
+    pos = 0
+    for match in _PER_PARTITION.finditer(text):
+        if match.start() < pos:
+            continue
+        body = match.end()
+        end = _EMPTY_END.match(text, body) or _MEMBERS_END.search(text, body)
+        if end is None:
+            return json.loads(text)
+        pieces += (text[pos:body], "}")
+        pos = end.end()
+    pieces.append(text[pos:])
+    try:
+        return json.loads("".join(pieces))
+    except ValueError:
+        return json.loads(text)
+
+
 class _ProduceSink:
     """Takes the generator's appends (the accumulator's `append_many`) and produces them."""
 
@@ -96,7 +135,7 @@ class _ProduceSink:
         from confluent_kafka import KafkaException
 
         run = self.run
-        produce, poll = self.producer.produce, self.producer.poll
+        produce = self.producer.produce
         blocked, clock, delivered = run.blocked, run.clock, run._delivered
         targets = run.targets
         headers = headers or None
@@ -115,17 +154,21 @@ class _ProduceSink:
                                 timestamp=timestamp_ms, headers=headers)
                 except BufferError:  # queue.buffering.max.* reached: block, like Java
                     t = clock()
-                    if blocked.wait(t, 1):  # max.block.ms ran out: this message fails
-                        run.topic_of[slot].failed += 1
+                    with run.counts_lock:
+                        timed_out = blocked.wait(t, 1)
+                        if timed_out:  # max.block.ms ran out: this message fails
+                            run.topic_of[slot].failed += 1
+                    if timed_out:
                         break
-                    poll(min(max((blocked.deadline() or t) - t, 0.001), 0.01))
-                    run._collect()
+                    # the reports thread frees the queue meanwhile
+                    time.sleep(min(max((blocked.deadline() or t) - t, 0.001), 0.01))
                     if run._stopping():
                         return []
                     continue
                 except KafkaException as exc:  # refused at once: it fails, with its reason
-                    run.metrics.fail(1, exc.args[0].name())
-                    run.topic_of[slot].failed += 1
+                    with run.counts_lock:
+                        run.metrics.fail(1, exc.args[0].name())
+                        run.topic_of[slot].failed += 1
                     break
                 if blocked.blocked:
                     blocked.release(clock())
@@ -154,6 +197,8 @@ class LibrdkafkaRun:
         """Set from outside (a signal, a cancelled task): stop early, keep partial results."""
         self.halt = threading.Event()
         """Set from inside on an error no retry cures: stop and raise it."""
+        self.counts_lock = threading.Lock()
+        """Failure counts change in both threads (generator, reports): one at a time."""
         self.clock = time.monotonic
         self.start = 0.0
         self._warmup_until = 0.0
@@ -218,12 +263,13 @@ class LibrdkafkaRun:
                 reason, unknown = "interrupted", reason == "_PURGE_INFLIGHT"
             else:
                 unknown = reason in UNKNOWN_ERRORS
-            if unknown:
-                self.metrics.unknown(1, reason)
-                self.topic_of[slot].unknown += 1
-            else:
-                self.metrics.fail(1, reason)
-                self.topic_of[slot].failed += 1
+            with self.counts_lock:
+                if unknown:
+                    self.metrics.unknown(1, reason)
+                    self.topic_of[slot].unknown += 1
+                else:
+                    self.metrics.fail(1, reason)
+                    self.topic_of[slot].failed += 1
             return
         self.metrics.messages_acked += 1
         self.topic_of[slot].acknowledged += 1
@@ -244,7 +290,7 @@ class LibrdkafkaRun:
             self.halt.set()
 
     def _on_stats(self, text: str) -> None:
-        stats = json.loads(text)
+        stats = parse_statistics(text)
         self._stats_seen += 1
         self._idempotence_state = stats.get("eos", {}).get("idemp_state", "")
         for broker in stats.get("brokers", {}).values():
@@ -272,6 +318,10 @@ class LibrdkafkaRun:
 
     # ------------------------------------------------------------------ run
     def run(self) -> Results:
+        with quiet_gc():  # no full collection of the setup's objects mid-run (gc_quiet.py)
+            return self._run()
+
+    def _run(self) -> Results:
         producer = self._producer()
         try:
             self._await_producer_id(producer)
@@ -288,7 +338,15 @@ class LibrdkafkaRun:
             generator.begin(self.start)
             self.intervals.begin(self.start, self.metrics, self._live_tally)
             self._intended = generator.intended_total()
-            self._generate(generator, producer)
+            generated = threading.Event()
+            reports = threading.Thread(target=self._serve_reports, args=(producer, generated),
+                                       name="kbatch-librdkafka-reports", daemon=True)
+            reports.start()
+            try:
+                self._generate(generator)
+            finally:
+                generated.set()
+                reports.join()
             end = self._drain(producer)
             self._final_stats(producer)
             self.intervals.finish(end)  # after the statistics that hold the last requests
@@ -352,15 +410,20 @@ class LibrdkafkaRun:
                                        self._batch_bytes[name])
                      for name, t in m.topics.items()}
 
-    def _generate(self, generator: Generator, producer: Any) -> None:
-        """The engine's generator loop, with librdkafka's `poll` as the only wait."""
-        clock, poll = self.clock, producer.poll
+    def _serve_reports(self, producer: Any, generated: threading.Event) -> None:
+        """While the generator runs: serve delivery reports and statistics, record them."""
+        while not generated.is_set():
+            producer.poll(0.05)
+            self._collect()
+
+    def _generate(self, generator: Generator) -> None:
+        """The engine's generator loop; it only produces and sleeps until the next is due
+        (delivery reports are served by `_serve_reports`)."""
+        clock, sleep = self.clock, time.sleep
         while not self._stopping():
             now = clock()
             if generator.due(now) > 0:
                 generator.generate(now)
-            poll(0)
-            self._collect()
             if generator.finished(clock()):
                 self.blocked.release(clock())
                 return
@@ -368,7 +431,7 @@ class LibrdkafkaRun:
                 continue
             next_due = generator.next_due()
             wait = 0.05 if next_due is None else next_due - clock()
-            poll(min(max(wait, 0.001), 0.05))
+            sleep(min(max(wait, 0.001), 0.05))
 
     def _drain(self, producer: Any) -> float:
         """Flush (librdkafka then sends at once, ignoring linger.ms, as the engine's flush
