@@ -17,17 +17,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.live import Live
 from rich.text import Text
 
 from cli.consume_render import interval_suffix
 from cli.container_facts import align_faults, fault_note
 from cli.render import console, out
-from producer_core.engine import Progress
-from producer_core.intervals import DEFAULT_INTERVAL_S
+from producer_core.metric_catalog import DEFAULT_INTERVAL_S
+
+if TYPE_CHECKING:  # not imported for `--help`: the engine brings numpy and aiokafka
+    from rich.live import Live
+
+    from producer_core.engine import Progress
 
 OUTPUT_FLAGS = ("report_interval", "quiet")
 
@@ -156,6 +159,8 @@ def live_progress(label: str, enabled: bool) -> Iterator[Any]:
     if not show_live:
         yield ProgressSink(label, None, current)
         return
+    from rich.live import Live
+
     with Live(Text(f"{label}: starting..."), console=console, refresh_per_second=4,
               transient=True) as live:
         yield ProgressSink(label, live, current)

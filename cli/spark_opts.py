@@ -10,27 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.live import Live
 from rich.text import Text
 
 from cli.bounded import FiniteFloat
 from cli.output_mode import live_progress
 from cli.render import console
 from producer_core.bounds import MAX_START_LEAD_S
-from producer_core.distributed.plan import (
-    DEFAULT_START_LEAD_S,
-    MASTER_FORMS,
-    MAX_WORKERS,
-    Master,
-    check_reachable,
-    check_slots,
-    default_master,
-    parse_master,
-)
+from producer_core.distributed.limits import DEFAULT_START_LEAD_S, MASTER_FORMS, MAX_WORKERS
 from producer_core.errors import UsageError
+
+if TYPE_CHECKING:  # the planner needs the transport (aiokafka): only for --runner spark
+    from producer_core.distributed.plan import Master
 
 RUNNER_FLAGS = ("runner", "workers", "spark_master", "spark_start_lead", "spark_conf")
 
@@ -111,6 +104,12 @@ def runner_from_flags(flags: dict[str, Any], bootstrap_servers: str | None) -> R
             verb = "applies" if len(given) == 1 else "apply"
             raise UsageError(f"{', '.join(given)} only {verb} with --runner spark.")
         return Runner()
+    from producer_core.distributed.plan import (
+        check_reachable,
+        check_slots,
+        default_master,
+        parse_master,
+    )
     from producer_core.distributed.session import parse_conf, require_pyspark
 
     workers = workers or 2
@@ -128,6 +127,8 @@ def spark_progress(label: str, enabled: bool) -> Iterator[Any]:
     if not enabled or not console.is_terminal:
         yield None
         return
+    from rich.live import Live
+
     with Live(Text(f"{label}: starting Spark tasks..."), console=console,
               refresh_per_second=4, transient=True) as live:
 
