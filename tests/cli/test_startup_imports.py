@@ -22,10 +22,10 @@ from cli.main import COMMANDS, cli
 HEAVY = ("numpy", "aiokafka", "pyarrow", "matplotlib", "plotly", "pyspark", "confluent_kafka",
          "hdrh", "jsonschema", "yaml")
 
-LIGHT_HELP = ["produce", "compare-modes", "image"]
+LIGHT_HELP = ["produce", "compare-modes", "gate", "analyze", "image"]
 """Commands whose `--help` is checked. The others' modules still import the results
-readers or the lab's client at the top (report, gate, lab, analyze, sweep, perf-test,
-capacity: docs/findings/startup.md); their `--help` costs what it did before."""
+readers or the lab's client at the top (report, lab, sweep, perf-test, capacity:
+docs/findings/startup.md); their `--help` costs what it did before."""
 
 
 def loaded_after(code: str) -> dict[str, bool]:
