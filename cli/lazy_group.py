@@ -14,23 +14,27 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping, MutableMapping
+from types import ModuleType
 
 import click
 
 from cli.streams import end_startup_signals, guard_startup_signals
 
 
-def load_command(import_path: str) -> click.Command:
-    """The Click command at "package.module:attribute", imported now.
-
-    A signal while it imports exits at once with one line (cli.streams), as it did when
-    every command was imported with cli.main."""
-    module_name, _, attribute = import_path.partition(":")
+def guarded_import(module_name: str) -> ModuleType:
+    """Import a module now; a signal meanwhile exits at once with one line and 128 +
+    the signal (cli.streams), as it did when cli.main imported everything up front."""
     guard_startup_signals()
     try:
-        command = getattr(importlib.import_module(module_name), attribute)
+        return importlib.import_module(module_name)
     finally:
         end_startup_signals()
+
+
+def load_command(import_path: str) -> click.Command:
+    """The Click command at "package.module:attribute", imported now."""
+    module_name, _, attribute = import_path.partition(":")
+    command = getattr(guarded_import(module_name), attribute)
     if not isinstance(command, click.Command):
         raise TypeError(f"{import_path} is not a Click command")
     return command

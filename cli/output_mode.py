@@ -25,33 +25,13 @@ from rich.text import Text
 from cli.consume_render import interval_suffix
 from cli.container_facts import align_faults, fault_note
 from cli.render import console, out
+from cli.run_opts import OUTPUT_FLAGS, output_options  # noqa: F401 - re-exported
 from producer_core.metric_catalog import DEFAULT_INTERVAL_S
 
 if TYPE_CHECKING:  # not imported for `--help`: the engine brings numpy and aiokafka
     from rich.live import Live
 
     from producer_core.engine import Progress
-
-OUTPUT_FLAGS = ("report_interval", "quiet")
-
-
-def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`--report-interval S` and `--quiet`, shared by `produce` and `compare-modes`."""
-    options = [
-        click.option("--report-interval", type=click.FloatRange(min=0), default=DEFAULT_INTERVAL_S,
-                     show_default=True, metavar="SECONDS",
-                     help="Report each interval of this many seconds (messages/s, MB/s, "
-                          "requests/s, msgs/req, p50/p99, failures): live on a terminal, "
-                          "plain lines otherwise; also the results JSON's `intervals`. 0: no "
-                          "lines (the JSON keeps 5 s intervals)."),
-        click.option("--quiet", is_flag=True, default=False,
-                     help="Print nothing but errors (the exit code and --json/--out still "
-                          "tell the outcome)."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
 
 @dataclass(frozen=True)
 class Output:

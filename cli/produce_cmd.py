@@ -10,20 +10,19 @@ import click
 from cli.broker_cost_opts import broker_metrics_option
 from cli.client_opts import client_options
 from cli.consume_opts import consume_options
-from cli.dashboard import dashboard_option
+from cli.dashboard_opts import dashboard_option
 from cli.errors import friendly_errors
+from cli.lazy_group import guarded_import
 from cli.options import (
     lab_options,
     workload_options,
 )
-from cli.output_mode import output_options
 from cli.payload_opts import payload_options
 from cli.perf_test_opts import (
     PerfTestArgs,
     perf_test_options,
 )
-from cli.run_opts import OUT_HELP, delivery_options
-from cli.spark_opts import runner_options
+from cli.run_opts import OUT_HELP, delivery_options, output_options, runner_options
 from cli.txn_opts import transaction_options
 from producer_core.config import MODES, settings_help
 from producer_core.modes import mode_help
@@ -67,6 +66,5 @@ def produce(**arguments: Any) -> None:
 
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
     """
-    from cli import run_steps  # the engine, brokers and results: to run, not for --help
-
-    run_steps.produce(**arguments)
+    # the engine, brokers and results: imported to run, not for --help
+    guarded_import("cli.run_steps").produce(**arguments)

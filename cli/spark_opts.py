@@ -12,50 +12,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import click
 from rich.text import Text
 
-from cli.bounded import FiniteFloat
 from cli.output_mode import live_progress
 from cli.render import console
-from producer_core.bounds import MAX_START_LEAD_S
-from producer_core.distributed.limits import DEFAULT_START_LEAD_S, MASTER_FORMS, MAX_WORKERS
+from cli.run_opts import RUNNER_FLAGS
+from producer_core.distributed.limits import DEFAULT_START_LEAD_S
 from producer_core.errors import UsageError
 
 if TYPE_CHECKING:  # the planner needs the transport (aiokafka): only for --runner spark
     from producer_core.distributed.plan import Master
-
-RUNNER_FLAGS = ("runner", "workers", "spark_master", "spark_start_lead", "spark_conf")
-
-
-def runner_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The runner flags, shared by `produce` and `compare-modes`."""
-    options = [
-        click.option("--runner", type=click.Choice(["local", "spark"]), default="local",
-                     show_default=True,
-                     help="'local': one engine in this process. 'spark': the workload split "
-                          "into --workers shares, each a Spark task running the engine; the "
-                          "results merged exactly. Needs pip install 'kbatch[spark]'."),
-        click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=None,
-                     help="Shares of a --runner spark run (default 2); their rates add up "
-                          "to the target."),
-        click.option("--spark-master", default=None, metavar="URL",
-                     help=f"Spark master for --runner spark (default local[N] for --workers "
-                          f"N: this machine, no cluster). Forms: {MASTER_FORMS}."),
-        click.option("--spark-start-lead", default=None,
-                     type=FiniteFloat(0, MAX_START_LEAD_S, unit="seconds"),
-                     metavar="SECONDS",
-                     help=f"Seconds between planning and the shares' common start instant "
-                          f"(default {DEFAULT_START_LEAD_S:g}); must cover Spark's task "
-                          "launch."),
-        click.option("--spark-conf", multiple=True, metavar="KEY=VALUE",
-                     help="A Spark setting, e.g. --spark-conf spark.executor.memory=2g. "
-                          "Repeatable."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
 
 @dataclass
 class Runner:
