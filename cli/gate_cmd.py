@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 
 from cli.errors import friendly_errors
+from cli.lazy_group import start_up_signals
 from cli.markdown import table_to_markdown
 from cli.output_paths import writable_file
 from cli.render import out
@@ -61,8 +62,9 @@ def gate(results: tuple[Path, ...], gates_path: Path, baseline: Path | None,
 
     Example: kbatch gate out/ --gates gates/ci.toml
     """
-    from producer_core.gate import MetricSource, evaluate, exit_code, load_gates
-    from producer_core.results_io import load_results
+    with start_up_signals():  # the evaluator and results reader: not for --help
+        from producer_core.gate import MetricSource, evaluate, exit_code, load_gates
+        from producer_core.results_io import load_results
 
     if markdown_path is not None:  # before evaluating: a verdict is never lost to it
         writable_file(markdown_path, "--markdown", append=True)

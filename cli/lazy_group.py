@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from types import ModuleType
 
 import click
@@ -21,14 +22,21 @@ import click
 from cli.streams import end_startup_signals, guard_startup_signals
 
 
-def guarded_import(module_name: str) -> ModuleType:
-    """Import a module now; a signal meanwhile exits at once with one line and 128 +
-    the signal (cli.streams), as it did when cli.main imported everything up front."""
+@contextmanager
+def start_up_signals() -> Iterator[None]:
+    """Around a command's late imports: a signal meanwhile exits at once with one line
+    and 128 + the signal (cli.streams), as it did when cli.main imported everything."""
     guard_startup_signals()
     try:
-        return importlib.import_module(module_name)
+        yield
     finally:
         end_startup_signals()
+
+
+def guarded_import(module_name: str) -> ModuleType:
+    """Import a module now, under `start_up_signals`."""
+    with start_up_signals():
+        return importlib.import_module(module_name)
 
 
 def load_command(import_path: str) -> click.Command:

@@ -22,9 +22,9 @@ from cli.main import COMMANDS, cli
 HEAVY = ("numpy", "aiokafka", "pyarrow", "matplotlib", "plotly", "pyspark", "confluent_kafka",
          "hdrh", "jsonschema", "yaml")
 
-LIGHT_HELP = ["produce", "compare-modes", "gate", "analyze", "image"]
+LIGHT_HELP = ["produce", "compare-modes", "gate", "analyze", "perf-test", "image"]
 """Commands whose `--help` is checked. The others' modules still import the results
-readers or the lab's client at the top (report, lab, sweep, perf-test, capacity:
+readers or the lab's client at the top (report, lab, sweep, capacity:
 docs/findings/startup.md); their `--help` costs what it did before."""
 
 
