@@ -12,7 +12,7 @@ from rich.table import Table
 from cli.errors import friendly_errors
 from cli.output_paths import writable_dir
 from cli.render import console, out
-from producer_core.distributed.plan import MASTER_FORMS, parse_master
+from producer_core.distributed.limits import MASTER_FORMS
 from producer_core.errors import KbatchError, UsageError
 
 EPILOG = (
@@ -58,6 +58,7 @@ def analyze(inputs: tuple[Path, ...], group_by: str, where: str | None, out_dir:
     """
     from producer_core.analysis.analyze import analyze as run_analysis
     from producer_core.analysis.analyze import check_group_by, find_runs, session_conf
+    from producer_core.distributed.plan import parse_master
     from producer_core.distributed.session import (
         describe_spark_error,
         parse_conf,

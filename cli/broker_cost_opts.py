@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from producer_core.errors import UsageError
-from producer_core.measure.metrics_endpoint import Endpoint, parse_urls
+
+if TYPE_CHECKING:  # the scraper brings urllib's HTTP client: only for a run that uses it
+    from producer_core.measure.metrics_endpoint import Endpoint
 
 BROKER_METRICS_HELP = (
     "Prometheus endpoints of the brokers of --bootstrap-servers' cluster, one URL per "
@@ -33,4 +35,6 @@ def broker_endpoints(flags: dict[str, Any], bootstrap: str | None) -> list[Endpo
             "--broker-metrics names the metrics endpoints of an external cluster; give its "
             "--bootstrap-servers too. Brokers kbatch starts (Tansu, --broker kafka) are "
             "measured without it.")
+    from producer_core.measure.metrics_endpoint import parse_urls
+
     return parse_urls(text)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from producer_core.errors import UsageError
-from producer_core.measure.consuming_run import ConsumeOptions, ConsumingRun
+
+if TYPE_CHECKING:  # the consumers' module (numpy, aiokafka) comes in when they are asked for
+    from producer_core.measure.consuming_run import ConsumeOptions
 
 FLAGS = ("consume", "consumers", "consumer_configs")
 
@@ -70,6 +72,8 @@ def consume_from_flags(consume: bool, consumers: int | None,
                              "assigned their partitions, commit nothing, and use the run's "
                              "brokers.")
         pairs.append((JAVA_NAMES.get(key, key), value))
+    from producer_core.measure.consuming_run import ConsumeOptions
+
     return ConsumeOptions(consumers or 1, tuple(pairs))
 
 
@@ -94,4 +98,6 @@ def consuming(run: Callable[..., Any], consume: ConsumeOptions | None, verify: b
     """`run` with consumers when --consume was given."""
     if consume is None:
         return run
+    from producer_core.measure.consuming_run import ConsumingRun
+
     return ConsumingRun(run, consume, say, verify)

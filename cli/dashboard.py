@@ -44,6 +44,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import click
 
+from cli.dashboard_opts import dashboard_option
 from cli.dashboard_state import DashboardState, LiveRun, Snapshot
 from cli.render import console
 from producer_core.errors import UsageError
@@ -80,17 +81,6 @@ def parse_address(text: str) -> tuple[str, int, bool]:
     loopback = all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback
                    for info in infos)
     return host, int(match["port"]), loopback
-
-
-def dashboard_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The `--dashboard [HOST:]PORT` option (keyword argument `dashboard`)."""
-    return click.option(
-        "--dashboard", "dashboard", default=None, metavar="[HOST:]PORT",
-        help="Serve a live page of the run at http://HOST:PORT/ (charts redrawn every "
-             "interval, progress, warnings, the HTML report at the end) and Prometheus "
-             "metrics at /metrics. HOST defaults to 127.0.0.1; PORT 0 picks a free port "
-             "(the URL is printed). Another host (e.g. 0.0.0.0) exposes the run to the "
-             "network: only when given explicitly, with a warning.")(func)
 
 
 class Dashboard:

@@ -4,29 +4,27 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
 from cli.errors import friendly_errors
+from cli.lazy_group import start_up_signals
 from cli.markdown import table_to_markdown
 from cli.output_paths import writable_file
 from cli.render import out
-from producer_core.analysis.gate import (
-    MetricSource,
-    Verdict,
-    evaluate,
-    exit_code,
-    format_number,
-    load_gates,
-)
-from producer_core.results.results_io import load_results
+
+if TYPE_CHECKING:  # the gates' evaluator reads results (numpy, jsonschema): not for --help
+    from producer_core.analysis.gate import Verdict
 
 _STYLE = {"pass": "green", "FAIL": "bold red", "ERROR": "bold yellow"}
 
 
 def verdict_table(verdicts: list[Verdict], title: str) -> Table:
     """Every rule with its measured value, limit and verdict."""
+    from producer_core.analysis.gate import format_number
+
     table = Table(title=title)
     table.add_column("#", justify="right")
     table.add_column("rule", overflow="fold")
@@ -64,6 +62,10 @@ def gate(results: tuple[Path, ...], gates_path: Path, baseline: Path | None,
 
     Example: kbatch gate out/ --gates gates/ci.toml
     """
+    with start_up_signals():  # the evaluator and results reader: not for --help
+        from producer_core.analysis.gate import MetricSource, evaluate, exit_code, load_gates
+        from producer_core.results.results_io import load_results
+
     if markdown_path is not None:  # before evaluating: a verdict is never lost to it
         writable_file(markdown_path, "--markdown", append=True)
     gates = load_gates(gates_path)

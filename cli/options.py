@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,8 +15,9 @@ from producer_core import bounds
 from producer_core.brokers import BROKERS
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
 from producer_core.errors import UsageError
-from producer_core.workload.workload import Workload
-from producer_core.workload.workload_file import check_sends_something, load_workload
+
+if TYPE_CHECKING:  # the workload (numpy) and its file reader (yaml): only to run, not for --help
+    from producer_core.workload.workload import Workload
 
 
 class RateType(click.ParamType):
@@ -103,6 +104,8 @@ def workload_from_file(path: Path, flags: dict[str, Any]) -> Workload:
             f"{', '.join(clashing)} cannot be combined with --workload: the file describes the "
             "topics. Edit the file, or drop --workload to describe one topic with options."
         )
+    from producer_core.workload.workload_file import check_sends_something, load_workload
+
     workload = load_workload(path)
     overrides = {field: flags[flag] for flag, field in RUN_WIDE_FLAGS.items()
                  if _explicit(flag)}
@@ -126,6 +129,8 @@ def workload_from_flags(
         duration = 10.0
     if rate is None and duration is None and messages is None:
         raise UsageError("--rate max needs --duration or --messages to know when to stop.")
+    from producer_core.workload.workload import Workload
+
     return Workload(
         topic=f"kbatch-{int(time.time() * 1000)}" if topic is None else topic,
         partitions=partitions, rate=rate, duration_s=duration, messages=messages,

@@ -17,38 +17,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.live import Live
 from rich.text import Text
 
 from cli.consume_render import interval_suffix
 from cli.container_facts import align_faults, fault_note
 from cli.render import console, out
-from producer_core.drivers.engine import Progress
-from producer_core.results.intervals import DEFAULT_INTERVAL_S
+from cli.run_opts import OUTPUT_FLAGS, output_options  # noqa: F401 - re-exported
+from producer_core.results.metric_catalog import DEFAULT_INTERVAL_S
 
-OUTPUT_FLAGS = ("report_interval", "quiet")
+if TYPE_CHECKING:  # not imported for `--help`: the engine brings numpy and aiokafka
+    from rich.live import Live
 
-
-def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`--report-interval S` and `--quiet`, shared by `produce` and `compare-modes`."""
-    options = [
-        click.option("--report-interval", type=click.FloatRange(min=0), default=DEFAULT_INTERVAL_S,
-                     show_default=True, metavar="SECONDS",
-                     help="Report each interval of this many seconds (messages/s, MB/s, "
-                          "requests/s, msgs/req, p50/p99, failures): live on a terminal, "
-                          "plain lines otherwise; also the results JSON's `intervals`. 0: no "
-                          "lines (the JSON keeps 5 s intervals)."),
-        click.option("--quiet", is_flag=True, default=False,
-                     help="Print nothing but errors (the exit code and --json/--out still "
-                          "tell the outcome)."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
+    from producer_core.drivers.engine import Progress
 
 @dataclass(frozen=True)
 class Output:
@@ -156,6 +139,8 @@ def live_progress(label: str, enabled: bool) -> Iterator[Any]:
     if not show_live:
         yield ProgressSink(label, None, current)
         return
+    from rich.live import Live
+
     with Live(Text(f"{label}: starting..."), console=console, refresh_per_second=4,
               transient=True) as live:
         yield ProgressSink(label, live, current)

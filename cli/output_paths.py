@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from producer_core.errors import UsageError
-from producer_core.results.results_io import RESULTS_FILE
 
 RUNS_DIR = "runs"
 
@@ -79,6 +78,8 @@ def _describe(kind: str, modes: Sequence[str]) -> str:
 
 def check_results_dir(path: Path, kind: str, modes: Sequence[str], overwrite: bool) -> None:
     """`--out DIR`: writable, and not holding results of another mode or kind."""
+    from producer_core.results.results_io import RESULTS_FILE  # numpy, hdrh: not for --help
+
     if path.exists() and not path.is_dir():
         raise _fail("--out", path, "exists and is not a directory")
     existing = path / RESULTS_FILE
@@ -100,6 +101,8 @@ def check_results_dir(path: Path, kind: str, modes: Sequence[str], overwrite: bo
 def clear_results_dir(path: Path) -> None:
     """Remove the results a directory holds (results.json and runs/), nothing else, so
     the new run's files never mix with an old run's."""
+    from producer_core.results.results_io import RESULTS_FILE
+
     if not (path / RESULTS_FILE).is_file():
         return
     (path / RESULTS_FILE).unlink()

@@ -9,14 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cli.options import _explicit
 from producer_core.errors import UsageError
-from producer_core.workload.payload import PayloadSpec
-from producer_core.workload.workload import Workload
+
+if TYPE_CHECKING:  # the payload's module needs numpy: only to run, not for --help
+    from producer_core.workload.payload import PayloadSpec
+    from producer_core.workload.workload import Workload
 
 PAYLOAD_FLAGS = ("payload_file", "payload_delimiter", "compressibility")
 
@@ -46,6 +48,8 @@ def payload_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def payload_from_flags(flags: dict[str, Any]) -> PayloadSpec:
     """Take the payload flags out of a command's keyword arguments."""
+    from producer_core.workload.payload import PayloadSpec
+
     path, delimiter, compressibility = (flags.pop(name) for name in PAYLOAD_FLAGS)
     if path is None:
         if _explicit("payload_delimiter"):
@@ -58,4 +62,6 @@ def payload_from_flags(flags: dict[str, Any]) -> PayloadSpec:
 
 
 def with_payload(workload: Workload, payload: PayloadSpec) -> Workload:
+    from producer_core.workload.payload import PayloadSpec
+
     return workload if payload == PayloadSpec() else replace(workload, payload=payload)

@@ -20,12 +20,13 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cli.client_opts import client_inputs, client_options, finish_settings
 from cli.errors import friendly_errors
+from cli.lazy_group import start_up_signals
 from cli.outcome import exit_code
 from cli.payload_opts import payload_from_flags, payload_options, with_payload
 from cli.perf_test_opts import (
@@ -34,17 +35,14 @@ from cli.perf_test_opts import (
     metric_lines,
     perf_test_flag_options,
 )
-from cli.render import console
-from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.stopping import StopOnSignal, accepts_stop
 from cli.txn_opts import transaction_options
-from producer_core.brokers.target import broker_target
 from producer_core.config import MODES, build_settings
 from producer_core.errors import UsageError
 from producer_core.results.perf_test_format import total_line, window_line
-from producer_core.results.results_io import RunRecorder, add_facts, write_json
-from producer_core.workload.payload import PayloadSpec, file_value_sizes
-from producer_core.workload.workload import Workload
+
+if TYPE_CHECKING:  # the payload's module needs numpy
+    from producer_core.workload.payload import PayloadSpec
 
 DEFAULT_REPORTING_INTERVAL_MS = 5000
 """ProducerPerformance's --reporting-interval default."""
@@ -80,6 +78,8 @@ def mean_value_bytes(payload: PayloadSpec, record_size: int, id_bytes: int = 8) 
     """perf-test's bytes per record: the value's length (kbatch's includes its 8-byte id)."""
     if payload.kind != "file":
         return float(record_size)
+    from producer_core.workload.payload import file_value_sizes
+
     sizes, shares = file_value_sizes(payload, id_bytes)
     return sum(size * share for size, share in zip(sizes, shares, strict=True))
 
@@ -151,6 +151,13 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
     Example: kbatch perf-test --topic t --num-records 20000 --record-size 100
     --throughput 2000 --producer-props acks=all linger.ms=5 bootstrap.servers=HOST:PORT
     """
+    with start_up_signals():  # the run's modules (numpy, aiokafka): not for --help
+        from cli.render import console
+        from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
+        from producer_core.brokers.target import broker_target
+        from producer_core.results.results_io import RunRecorder, add_facts, write_json
+        from producer_core.workload.workload import Workload
+
     warmup_records = flags.get("warmup_records") or 0
     print_metrics = flags.get("print_metrics", False)
     missing = [name for name, key in (("--num-records", "num_records"),

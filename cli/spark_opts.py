@@ -10,59 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
-from rich.live import Live
 from rich.text import Text
 
-from cli.bounded import FiniteFloat
 from cli.output_mode import live_progress
 from cli.render import console
-from producer_core.bounds import MAX_START_LEAD_S
-from producer_core.distributed.plan import (
-    DEFAULT_START_LEAD_S,
-    MASTER_FORMS,
-    MAX_WORKERS,
-    Master,
-    check_reachable,
-    check_slots,
-    default_master,
-    parse_master,
-)
+from cli.run_opts import RUNNER_FLAGS
+from producer_core.distributed.limits import DEFAULT_START_LEAD_S
 from producer_core.errors import UsageError
 
-RUNNER_FLAGS = ("runner", "workers", "spark_master", "spark_start_lead", "spark_conf")
-
-
-def runner_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The runner flags, shared by `produce` and `compare-modes`."""
-    options = [
-        click.option("--runner", type=click.Choice(["local", "spark"]), default="local",
-                     show_default=True,
-                     help="'local': one engine in this process. 'spark': the workload split "
-                          "into --workers shares, each a Spark task running the engine; the "
-                          "results merged exactly. Needs pip install 'kbatch[spark]'."),
-        click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=None,
-                     help="Shares of a --runner spark run (default 2); their rates add up "
-                          "to the target."),
-        click.option("--spark-master", default=None, metavar="URL",
-                     help=f"Spark master for --runner spark (default local[N] for --workers "
-                          f"N: this machine, no cluster). Forms: {MASTER_FORMS}."),
-        click.option("--spark-start-lead", default=None,
-                     type=FiniteFloat(0, MAX_START_LEAD_S, unit="seconds"),
-                     metavar="SECONDS",
-                     help=f"Seconds between planning and the shares' common start instant "
-                          f"(default {DEFAULT_START_LEAD_S:g}); must cover Spark's task "
-                          "launch."),
-        click.option("--spark-conf", multiple=True, metavar="KEY=VALUE",
-                     help="A Spark setting, e.g. --spark-conf spark.executor.memory=2g. "
-                          "Repeatable."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
+if TYPE_CHECKING:  # the planner needs the transport (aiokafka): only for --runner spark
+    from producer_core.distributed.plan import Master
 
 @dataclass
 class Runner:
@@ -111,6 +70,12 @@ def runner_from_flags(flags: dict[str, Any], bootstrap_servers: str | None) -> R
             verb = "applies" if len(given) == 1 else "apply"
             raise UsageError(f"{', '.join(given)} only {verb} with --runner spark.")
         return Runner()
+    from producer_core.distributed.plan import (
+        check_reachable,
+        check_slots,
+        default_master,
+        parse_master,
+    )
     from producer_core.distributed.session import parse_conf, require_pyspark
 
     workers = workers or 2
@@ -128,6 +93,8 @@ def spark_progress(label: str, enabled: bool) -> Iterator[Any]:
     if not enabled or not console.is_terminal:
         yield None
         return
+    from rich.live import Live
+
     with Live(Text(f"{label}: starting Spark tasks..."), console=console,
               refresh_per_second=4, transient=True) as live:
 

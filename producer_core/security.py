@@ -16,6 +16,7 @@ them wherever settings are shown or written.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import re
@@ -24,8 +25,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from aiokafka.abc import AbstractTokenProvider
 
 from producer_core.errors import ConfigError
 from producer_core.tls_material import load_client_cert, tls_settings
@@ -134,17 +133,34 @@ def _b64(text: str) -> str:
     return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
 
 
-class UnsecuredTokenProvider(AbstractTokenProvider):
-    """aiokafka's token provider for `OAuthUnsecured`: a fresh token per connection."""
+@functools.cache
+def _token_provider_class() -> type:
+    """`UnsecuredTokenProvider`, defined on first use: it subclasses aiokafka's provider,
+    and importing aiokafka for every settings lookup (each `--help`) costs ~0.1 s."""
+    from aiokafka.abc import AbstractTokenProvider
 
-    def __init__(self, oauth: OAuthUnsecured) -> None:
-        self.oauth = oauth
+    class UnsecuredTokenProvider(AbstractTokenProvider):
+        """aiokafka's token provider for `OAuthUnsecured`: a fresh token per connection."""
 
-    async def token(self) -> str:
-        return self.oauth.token()
+        def __init__(self, oauth: OAuthUnsecured) -> None:
+            self.oauth = oauth
 
-    def extensions(self) -> dict[str, str]:
-        return dict(self.oauth.extensions)
+        async def token(self) -> str:
+            return self.oauth.token()
+
+        def extensions(self) -> dict[str, str]:
+            return dict(self.oauth.extensions)
+
+    UnsecuredTokenProvider.__module__ = __name__
+    UnsecuredTokenProvider.__qualname__ = "UnsecuredTokenProvider"
+    return UnsecuredTokenProvider
+
+
+def __getattr__(name: str) -> Any:
+    """`from producer_core.security import UnsecuredTokenProvider` still works (PEP 562)."""
+    if name == "UnsecuredTokenProvider":
+        return _token_provider_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -201,7 +217,7 @@ class SecurityConfig:
             kwargs["sasl_mechanism"] = self.mechanism
             if self.mechanism == "OAUTHBEARER":
                 assert self.oauth is not None
-                kwargs["sasl_oauth_token_provider"] = UnsecuredTokenProvider(self.oauth)
+                kwargs["sasl_oauth_token_provider"] = _token_provider_class()(self.oauth)
             else:
                 kwargs["sasl_plain_username"] = self.username
                 kwargs["sasl_plain_password"] = self.password

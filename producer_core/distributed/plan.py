@@ -19,20 +19,17 @@ import re
 from dataclasses import dataclass
 
 from producer_core.config import ProducerSettings
+from producer_core.distributed.limits import (  # noqa: F401 - re-exported
+    DEFAULT_START_LEAD_S,
+    MASTER_FORMS,
+    MAX_WORKERS,
+)
 from producer_core.errors import UsageError
 from producer_core.transport.transport import Cluster, parse_bootstrap
 from producer_core.workload.workload import Workload
 
-DEFAULT_START_LEAD_S = 5.0
-"""Seconds from planning to the common start instant: Spark's task launch fits in it."""
-MAX_WORKERS = 128
-"""Share ids are `index << 56` in a signed 64-bit id, so at most 128 shares."""
-
 MAX_LOCAL_SLOTS = 1024
 """Task slots (threads) of a local master at most."""
-
-MASTER_FORMS = ("local, local[N], local[*], local[N,F], spark://HOST:PORT[,HOST:PORT...], "
-                "yarn, k8s://[https://]HOST[:PORT]")
 
 _LOCAL = re.compile(r"local(?:\[(?P<slots>\d+|\*)(?:,(?P<failures>\d+))?\])?")
 _SPARK = re.compile(r"spark://[A-Za-z0-9._\-]+:\d{1,5}(?:,[A-Za-z0-9._\-]+:\d{1,5})*")

@@ -8,7 +8,9 @@ compare-modes' `--linger-ms` and sweep's `--windows` all derive from `REGISTRY`,
 a mode is one new module here plus one line in `REGISTRY` (docs/contributing/producer-core.md).
 
 Drivers are named as "module:function" and imported on first use, so a run of mode
-partition never loads the Java or librdkafka driver.
+partition never loads the Java or librdkafka driver. Likewise each policy factory imports
+its linger module (numpy, the accumulator) when called: reading the registry, as every
+`--help` does, stays light (tests/cli/test_startup_imports.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from producer_core.core.linger.base import LingerPolicy, QueueView, RequestLimits
 from producer_core.modes.adaptive import ADAPTIVE
 from producer_core.modes.aimd import AIMD
 from producer_core.modes.broker import BROKER
@@ -28,6 +29,7 @@ from producer_core.modes.partition import NONE, PARTITION
 from producer_core.modes.spec import ModeSpec, SettingSpec
 
 if TYPE_CHECKING:
+    from producer_core.core.linger.base import LingerPolicy, QueueView
     from producer_core.settings import ProducerSettings
     from producer_core.workload.workload import TopicSpec
 
@@ -93,6 +95,8 @@ def make_policy(
     `topics` are the workload's topics in slot order (topic i's partitions follow topic
     i-1's in the accumulator), for modes with per-topic options.
     """
+    from producer_core.core.linger.base import RequestLimits
+
     limits = RequestLimits(settings.max_request_size, settings.max_partitions_per_request)
     factory: Any = mode(name).load_policy()
     return factory(accumulator, leaders, limits, settings, topics)

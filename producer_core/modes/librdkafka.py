@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from producer_core.errors import ConfigError, UsageError
 from producer_core.modes.spec import ModeSpec, SettingSpec
-from producer_core.security import redact, scrub
-from producer_core.workload.partitioners import Partitioning
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings
@@ -96,6 +94,8 @@ def check_built(settings: ProducerSettings) -> None:
 
 def librdkafka_config(settings: ProducerSettings) -> tuple[dict[str, Any], dict[str, Any]]:
     """(librdkafka properties, the kbatch settings they came from) for these settings."""
+    from producer_core.security import redact
+    from producer_core.workload.partitioners import Partitioning
     config: dict[str, Any] = {}
     used: dict[str, Any] = {}
     for key in [*ALWAYS_PASSED, *sorted(settings.explicit)]:
@@ -123,12 +123,14 @@ def librdkafka_config(settings: ProducerSettings) -> tuple[dict[str, Any], dict[
 
 def shown_config(config: dict[str, Any]) -> dict[str, Any]:
     """librdkafka's configuration as results show it: secrets redacted, PEM text elided."""
+    from producer_core.security import redact
     return {k: "(PEM)" if isinstance(v, str) and "-----BEGIN" in v else v
             for k, v in redact(config).items()}
 
 
 def create_producer(config: dict[str, Any]) -> Any:
     """confluent-kafka's Producer for `config`; librdkafka's refusal is a ConfigError."""
+    from producer_core.security import scrub
     try:
         from confluent_kafka import KafkaException, Producer
     except ImportError as exc:  # pragma: no cover - a dependency of kbatch

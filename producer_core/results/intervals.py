@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.metric_catalog import DEFAULT_INTERVAL_S
 from producer_core.results.metrics import MB, RunMetrics, TopicMetrics
 
-DEFAULT_INTERVAL_S = 5.0
 SHORT_RUN_ROWS = 10
 """A run shorter than this many intervals gets a shorter interval (`short_interval`)."""
 _SHORT_STEPS = (2.0, 1.0, 0.5, 0.25, 0.2, 0.1)

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+DEFAULT_INTERVAL_S = 5.0
+"""Seconds per row of the results' `intervals` (producer_core.results.intervals); here, with no
+imports, because `--report-interval`'s help quotes it."""
+
 
 class Merge(Enum):
     """How the shares of a distributed run combine a figure (distributed.merge)."""
