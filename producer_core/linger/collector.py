@@ -211,7 +211,9 @@ class CollectorPolicy(LingerPolicy):
         return self.accumulator.queued_bytes + self._drained_bytes
 
     def _slot_bytes(self, slot: int) -> int:
-        return sum(batch.record_bytes for batch in self.accumulator.queues[slot])
+        """A slot's queued record bytes: kept by the accumulator as batches come and go,
+        so a send or a cap check over thousands of partitions does not sum their batches."""
+        return self.accumulator.slot_bytes(slot)
 
     def _collector(self, broker: int) -> Collector:
         collector = self._collectors.get(broker)
