@@ -2,9 +2,11 @@
 large passes of same-sized keyless values, kbatch's `record_batch.RecordBatchWriter`).
 
 Like Java's RecordAccumulator: every partition has a deque of batches; only the last is
-open for appends, the ones before it are full. Each batch also keeps, per record, the
-message id and the intended send time, so an acknowledgement can be turned into exact
-per-message latencies without touching the records again.
+open for appends, the ones before it are full. A partition's deque exists only while it
+has batches (`SlotQueue`; `NO_BATCHES` stands in for the others): an empty deque is
+760 bytes, 76 MB for 100,000 partitions made before the first message. Each batch also
+keeps, per record, the message id and the intended send time, so an acknowledgement can be
+turned into exact per-message latencies without touching the records again.
 
 Pure data: no clock (times come in as arguments) and no I/O.
 """
@@ -36,8 +38,10 @@ BATCH_FILLED = 2
 """`append` result: the open batch was full; it closed and the record started a new one."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TopicPartition:
+    """A partition of a topic (slots: a run holds one per partition, 100,000 of them)."""
+
     topic: str
     partition: int
 
@@ -257,14 +261,33 @@ class _FramedPut:
             start += size
 
 
+class SlotQueue(deque):  # type: ignore[type-arg]
+    """One slot's batches, oldest first, and their record bytes (kept as batches come and
+    go, so a policy asking a slot's bytes does not sum its batches)."""
+
+    __slots__ = ("record_bytes",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.record_bytes = 0
+
+
+NO_BATCHES: tuple[ProducerBatch, ...] = ()
+"""The queue of every slot without batches: shared, empty, read-only."""
+
+
 class Accumulator:
-    """Queues records per partition slot. A slot is an index into `slots` (topic, partition)."""
+    """Queues records per partition slot. A slot is an index into `slots` (topic, partition).
+
+    `queues[slot]` is the slot's `SlotQueue` while it has batches, else `NO_BATCHES`:
+    readers see an empty sequence either way; a queue is made by the slot's first batch
+    and dropped with its last (`pop_head`), so idle partitions cost one list entry."""
 
     def __init__(self, slots: list[TopicPartition], batch_size: int, compression: str = "none"):
         self.slots = slots
         self.batch_size = batch_size
         self.compression = COMPRESSION_CODES[compression]
-        self.queues: list[deque[ProducerBatch]] = [deque() for _ in slots]
+        self.queues: list[SlotQueue | tuple[ProducerBatch, ...]] = [NO_BATCHES] * len(slots)
         self.queued_bytes = 0
         self.queued_records = 0
         self.queued_batches = 0
@@ -285,9 +308,16 @@ class Accumulator:
             builder = DefaultRecordBatchBuilder(2, self.compression, 0, -1, -1, -1,
                                                 self.batch_size)
         batch = ProducerBatch(slot, builder, now)
-        self.queues[slot].append(batch)
+        self._queue(slot).append(batch)
         self.queued_batches += 1
         return batch
+
+    def _queue(self, slot: int) -> SlotQueue:
+        """The slot's queue, made if it has none (its first batch is coming)."""
+        queue = self.queues[slot]
+        if type(queue) is not SlotQueue:
+            queue = self.queues[slot] = SlotQueue()
+        return queue
 
     def _open_batch(self, slot: int, now: float, writer: bool = False
                     ) -> tuple[ProducerBatch, bool]:
@@ -436,6 +466,7 @@ class Accumulator:
         batch, was_empty = self._open_batch(slot, now, framed)
         if was_empty:
             events.append((order[begin], slot, BECAME_NONEMPTY))
+        queue: SlotQueue = self.queues[slot]  # type: ignore[assignment]
         pos = begin
         while True:
             assert batch.builder is not None
@@ -448,6 +479,7 @@ class Accumulator:
                     batch.ids.extend(ids[pos:pos + taken])
                     batch.intended.extend(intended[pos:pos + taken])
                 batch.record_bytes += size
+                queue.record_bytes += size
                 self.queued_bytes += size
                 pos += taken
             elif not batch.ids:
@@ -461,6 +493,11 @@ class Accumulator:
 
     def has_data(self, slot: int) -> bool:
         return bool(self.queues[slot])
+
+    def slot_bytes(self, slot: int) -> int:
+        """Record bytes of every batch queued in `slot` (0 when it has none)."""
+        queue = self.queues[slot]
+        return queue.record_bytes if type(queue) is SlotQueue else 0
 
     def head(self, slot: int) -> ProducerBatch | None:
         """The batch that would be drained next; None if none is, or the slot is held."""
@@ -483,7 +520,12 @@ class Accumulator:
 
     def pop_head(self, slot: int, now: float) -> ProducerBatch:
         """Take the oldest batch of a slot for sending; it is closed and leaves the queue."""
-        batch = self.queues[slot].popleft()
+        queue: SlotQueue = self.queues[slot]  # type: ignore[assignment]
+        batch = queue.popleft()
+        if queue:
+            queue.record_bytes -= batch.record_bytes
+        else:
+            self.queues[slot] = NO_BATCHES
         batch.closed = True
         if self.compression:
             batch.seal()  # its compressed size counts from now on (a requeue drains it again)
@@ -500,13 +542,14 @@ class Accumulator:
         """Put a batch back at the head of its queue for a retry, keeping partition order:
         behind re-queued batches that were first sent before it, before everything else
         (with idempotence that is sequence order)."""
-        queue = self.queues[batch.slot]
+        queue = self._queue(batch.slot)
         index = 0
         for queued in queue:
             if not 0 <= queued.order < batch.order:
                 break
             index += 1
         queue.insert(index, batch)
+        queue.record_bytes += batch.record_bytes
         self.queued_records += batch.record_count
         self.queued_bytes += batch.record_bytes
         self.queued_batches += 1
@@ -514,8 +557,7 @@ class Accumulator:
     def take_all(self) -> list[ProducerBatch]:
         """Every queued batch, removed (a run that was interrupted settles them)."""
         taken = [batch for queue in self.queues for batch in queue]
-        for queue in self.queues:
-            queue.clear()
+        self.queues[:] = [NO_BATCHES] * len(self.slots)  # in place: partitioners hold the list
         self.held.clear()
         self.queued_records = self.queued_bytes = self.queued_batches = 0
         return taken

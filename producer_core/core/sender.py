@@ -189,7 +189,6 @@ class Sender:
 
     def __init__(self, slots: list[TopicPartition], config: SenderConfig) -> None:
         self.slots = slots
-        self.slot_of = {(tp.topic, tp.partition): i for i, tp in enumerate(slots)}
         self.config = config
         self.in_flight: dict[int, InFlight] = {}
         self.in_flight_by_broker: dict[int, int] = {}

@@ -591,3 +591,52 @@ def test_the_first_window_starts_at_the_first_add_even_for_old_messages():
     acc, policy = make(linger_s=0.500)
     append(acc, policy, 0, now=1.000, intended=0.200)  # the seed's "key insight"
     assert policy.next_wakeup() == pytest.approx(1.500)
+
+
+# ------------------------------------------------- held partitions (retry backoff)
+def _poll_within(policy, now: float, context: PollContext, seconds: int = 5):
+    """`poll`, failing (not hanging) if it does not return: a collection of held
+    partitions was sent again and again inside one poll."""
+    import signal
+
+    def stuck(signum, frame):
+        raise AssertionError("poll did not return")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(seconds)
+    try:
+        return policy.poll(now, context)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_flush_of_held_partitions_sends_nothing_and_waits_for_the_retry():
+    acc, policy = make(partitions=2)
+    append(acc, policy, 0, now=0.0)
+    acc.hold(0)  # its earlier batch waits for retry.backoff.ms
+    flushing = PollContext(FREE, flushing=True)
+    assert _poll_within(policy, 0.001, flushing) == []
+    assert policy.stats()["sends"] == 1  # one send, that found nothing drainable
+    assert policy.next_wakeup() is None  # time cannot help; the retry's return will
+    assert _poll_within(policy, 0.002, flushing) == []
+    assert policy.stats()["sends"] == 2  # a poll (an event) tries once more, no more
+    acc.release(0)
+    plans = _poll_within(policy, 0.100, flushing)
+    assert sent_slots(plans) == [[0]]
+    assert plans[0].reason == "flush"
+
+
+def test_a_held_partition_does_not_hold_back_the_others_once_an_append_comes():
+    acc, policy = make(partitions=2, linger_s=0.010)
+    append(acc, policy, 0, now=0.0)
+    acc.hold(0)
+    assert _poll_within(policy, 0.010, PollContext(FREE)) == []  # window over, all held
+    assert policy.next_wakeup() == pytest.approx(0.020)  # it rejoined: a new window
+    assert _poll_within(policy, 0.020, PollContext(FREE)) == []
+    append(acc, policy, 1, now=0.022)  # an event: the collection goes with what it can
+    plans = _poll_within(policy, 0.030, PollContext(FREE))
+    assert sent_slots(plans) == [[1]]
+    assert acc.has_data(0)  # still queued, still held, collected for the next window
+    acc.release(0)
+    assert _poll_within(policy, 0.040, PollContext(FREE)) != []

@@ -49,6 +49,10 @@ class Collector:
     retry: bool = False
     due_since: float | None = None
     """Set once a poll saw the collector due but could not send (no free request slot)."""
+    stalled: bool = False
+    """A send of this collection built no request (every partition held: a retry's
+    backoff, or an earlier batch still unsettled) and it is due again: only an event (a
+    retry coming back, a response, an append) can change that, so no wake-up for it."""
 
 
 @dataclass
@@ -211,7 +215,9 @@ class CollectorPolicy(LingerPolicy):
         return self.accumulator.queued_bytes + self._drained_bytes
 
     def _slot_bytes(self, slot: int) -> int:
-        return sum(batch.record_bytes for batch in self.accumulator.queues[slot])
+        """A slot's queued record bytes: kept by the accumulator as batches come and go,
+        so a send or a cap check over thousands of partitions does not sum their batches."""
+        return self.accumulator.slot_bytes(slot)
 
     def _collector(self, broker: int) -> Collector:
         collector = self._collectors.get(broker)
@@ -247,6 +253,7 @@ class CollectorPolicy(LingerPolicy):
             collector.inflow_mark = self._inflow()
             collector.retry = False
             collector.due_since = None
+            collector.stalled = False
         collector.slots[slot] = now
         collector.bytes_bound += self._slot_bytes(slot)
         self._collected[slot] = broker
@@ -359,6 +366,7 @@ class CollectorPolicy(LingerPolicy):
         collector.emptied = now
         collector.retry = False
         collector.due_since = None
+        collector.stalled = False
         if not slots:
             return
         self._sends.append(send)
@@ -438,15 +446,30 @@ class CollectorPolicy(LingerPolicy):
                     break
                 built = self._drain(send, now, free, plans)
                 free -= built
-                if built == 0 and broker in self._pending:
-                    break  # cannot happen with a non-empty first candidate; never spin
+                if built == 0:
+                    # Nothing was drainable: every partition of the send is held (a
+                    # retry's backoff, an earlier batch unsettled) and went back to the
+                    # collector. Sending it again now would build nothing again, forever
+                    # (flushing, it is due at once: at 10,000 partitions on a slow broker
+                    # the end of a run spun here, a Send per turn, gigabytes); an event
+                    # (the retry back, a response, an append) is what can change it.
+                    self._stall(broker, now)
+                    break
         return plans
+
+    def _stall(self, broker: int, now: float) -> None:
+        """A send built nothing: if its collection is due again, wait for an event."""
+        collector = self._collectors.get(broker)
+        if broker not in self._pending and collector is not None and (
+                self._due_reason(collector, now) is not None):
+            collector.stalled = True
 
     def next_wakeup(self) -> float | None:
         """The earliest time a trigger of a collector that is not due yet will hold.
 
         A collector already due (flush, cap, retry or window over) that is waiting for a
-        free request slot is left out: a response, not time, unblocks it. One that became
+        free request slot is left out: a response, not time, unblocks it; so is one whose
+        last send found every partition held (`Collector.stalled`). One that became
         due by an event since the last poll is reported at its window start (in the past),
         so the caller polls at once.
         """
@@ -454,7 +477,7 @@ class CollectorPolicy(LingerPolicy):
             self._chain = tuple(self.triggers())
         earliest: float | None = None
         for collector in self._collectors.values():
-            if not collector.slots or collector.due_since is not None:
+            if not collector.slots or collector.due_since is not None or collector.stalled:
                 continue
             for trigger in self._chain:
                 when = trigger.wake(self, collector)
