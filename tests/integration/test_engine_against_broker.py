@@ -113,9 +113,14 @@ def test_generator_passes_are_paced_and_every_message_still_lands(tansu_broker, 
         assert results.metrics.messages_failed == 0
         return passes, results
 
-    unpaced, _ = passes_of_a_run(0.0)
+    unpaced, unpaced_results = passes_of_a_run(0.0)
     paced, results = passes_of_a_run(0.00025)
-    print(f"passes: {unpaced:,} unpaced, {paced:,} paced")
+    lag_ms = results.metrics.generator_lag.percentile_ms(99)
+    unpaced_lag_ms = unpaced_results.metrics.generator_lag.percentile_ms(99)
+    print(f"passes: {unpaced:,} unpaced, {paced:,} paced; generator lag p99 "
+          f"{unpaced_lag_ms:.2f} ms unpaced, {lag_ms:.2f} ms paced")
     assert paced <= 2.0 / 0.00025 + 2 * results.requests_sent + 100
     assert paced < 0.7 * unpaced
-    assert results.metrics.generator_lag.percentile_ms(99) < 5.0
+    # pacing costs the schedule at most a pass interval: under 5 ms on a quiet machine;
+    # on a loaded one both runs lag, so compare with the unpaced run of the same moment
+    assert lag_ms < max(5.0, 3 * unpaced_lag_ms)
