@@ -11,7 +11,6 @@ metric (`MODE.max_sustainable_msgs_per_s`), and as a chart (`--out DIR`: capacit
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,10 @@ from cli.options import lab_options, lab_shape
 from cli.output_mode import output_from_flags, output_options
 from cli.render import console, out
 from cli.results_tables import METRIC, capacity_table
+from cli.run_pipeline import run_pipeline
 from cli.settings_checks import check_fits, check_setting_texts
 from cli.spark_opts import Runner
-from cli.stopping import StopOnSignal, accepts_stop
+from cli.stopping import StopOnSignal
 from producer_core import bounds
 from producer_core.analysis.capacity import (
     DEFAULT_MAX_LAG_MS,
@@ -42,8 +42,8 @@ from producer_core.analysis.compare import parse_mode_configs, parse_modes
 from producer_core.analysis.sweep import parse_slo
 from producer_core.config import MODES
 from producer_core.errors import UsageError
-from producer_core.measure.per_run import run_targets
-from producer_core.results.results_io import RunRecorder, add_facts, write_json
+from producer_core.results.results_io import write_json
+from producer_core.results.run_facts import RunFacts, run_document
 from producer_core.workload.workload import Workload
 
 
@@ -54,13 +54,15 @@ def probe_line(mode: str, index: int, probe: Probe) -> str:
 
 
 def capacity_document(results: dict[str, Capacity], criteria: Criteria,
-                      plan: SearchPlan, probe_runs: list[dict[str, Any]]) -> dict[str, Any]:
+                      plan: SearchPlan, rounds: list[tuple[int, Any]],
+                      facts: RunFacts) -> dict[str, Any]:
     """The results JSON: the search per mode, and every probe as a run (for gate and
     report), each run stamped with its mode's answer so `MODE.max_sustainable_msgs_per_s`
-    is a gate metric."""
+    is a gate metric; ``rounds``: each probe's number within its mode and its Results."""
     answers = {mode: found.max_sustainable_msgs_per_s for mode, found in results.items()}
-    for run in probe_runs:
-        run[METRIC] = answers.get(run["mode"]) or 0.0
+    probe_runs = [run_document(result, facts, round=count,
+                               **{METRIC: answers.get(result.mode) or 0.0})
+                  for count, result in rounds]
     workload = dict(probe_runs[0]["workload"]) if probe_runs else {}
     workload.update(rate=None, topic=None)  # the probes' rates are the search's
     return {
@@ -75,7 +77,7 @@ def capacity_document(results: dict[str, Capacity], criteria: Criteria,
             "modes": {mode: found.as_dict() for mode, found in results.items()},
         },
         "runs": probe_runs,
-    }
+    } | facts.grouped_fields(probe_runs, broker=False)
 
 
 @click.command("capacity")
@@ -180,15 +182,13 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
     runner = Runner()
     found: dict[str, Capacity] = {}
     probe_runs: list[dict[str, Any]] = []
-    with StopOnSignal() as stopper, run_targets(client.bootstrap, shape) as (
-            target, on_its_broker), runner.open() as engine_run, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    rounds: list[tuple[int, Any]] = []  # each probe's number within its mode, and Results
+    with StopOnSignal() as stopper, run_pipeline(runner, stopper, client.bootstrap, shape,
+                                                 announce=False) as setup:
+        target = setup.target
         console.print(f"Searching the highest rate within {slo.text} for "
                       f"{', '.join(modes)} on {target.description}: probes of "
                       f"{duration:g} s from {start_rate:,.0f} msg/s.", soft_wrap=True)
-        stopper.stoppable = accepts_stop(engine_run)
-        stop = {"stop": stopper.event} if stopper.stoppable else {}
-        recorder = RunRecorder(on_its_broker(engine_run))
         for mode_run in mode_runs:
             mode = mode_run.mode
             count = 0
@@ -203,10 +203,10 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
                 dashboard_progress(len(probe_runs), plan.max_probes * len(mode_runs), None,
                                    f"{mode} at {rate:,.0f} msg/s")
                 with runner.progress(label, progress) as on_progress:
-                    results = recorder(workload(mode, count, rate), settings, mode,
-                                       target.bootstrap, on_progress, **stop)
-                document = results.to_dict()
-                document["round"] = count
+                    results = setup.run(workload(mode, count, rate), settings, mode,
+                                        target.bootstrap, on_progress, **setup.stop)
+                rounds.append((count, results))
+                document = run_document(results, round=count)
                 probe_runs.append(document)
                 return document
 
@@ -221,9 +221,7 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
                           + ("no rate sustained" if value is None else
                              f"{value:,.0f} msg/s sustained") + f" ({found[mode].stopped}).",
                           soft_wrap=True)
-    document = capacity_document(found, criteria, plan, probe_runs)
-    add_facts(document, target.embedded, target.description,
-              implementation=target.implementation, version=target.version)
+    document = capacity_document(found, criteria, plan, rounds, setup.facts())
     out.print(capacity_table(document))
     for mode, result in document["capacity"]["modes"].items():
         value = result[METRIC]
@@ -239,4 +237,4 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
         write_json(out_dir / "capacity.json", document)
         chart = capacity_chart(document, out_dir / "capacity.png")
         console.print(f"Results written to {out_dir / 'capacity.json'} and {chart}.")
-    finish_dashboard(probe_runs, out_dir)
+    finish_dashboard(document["runs"], out_dir)

@@ -1,5 +1,6 @@
-"""What a run on a cluster kbatch started adds to its results: the container image
-(``--broker docker``) and the faults it went through (``--fault``)."""
+"""The faults of a run on a cluster kbatch started (``--fault``): aimed at the run's topic,
+and named on the interval lines they were active in. Their report reaches the results
+through the target's facts (``BrokerTarget.facts``)."""
 
 from __future__ import annotations
 
@@ -15,21 +16,6 @@ def aim_faults(target: BrokerTarget, workload: Any) -> None:
         first = topics[0] if topics else None
         target.faults.topic_hint = getattr(first, "name", None) or getattr(workload, "topic",
                                                                            None)
-
-
-def add_container_facts(document: dict[str, Any], target: BrokerTarget) -> None:
-    """``broker_image`` and ``faults`` in a run document (and each run of a grouped one)."""
-    facts: dict[str, Any] = {}
-    if target.image is not None:
-        facts["broker_image"] = target.image
-    if target.faults is not None:
-        facts["faults"] = target.faults.report()
-    if not facts:
-        return
-    document.update(facts)
-    for run in document.get("runs", []) or []:
-        if isinstance(run, dict):
-            run.update(facts)
 
 
 def fault_note(row: dict[str, Any]) -> str:

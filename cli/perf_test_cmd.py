@@ -155,7 +155,8 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
         from cli.render import console
         from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
         from producer_core.brokers.target import broker_target
-        from producer_core.results.results_io import RunRecorder, add_facts, write_json
+        from producer_core.results.results_io import RunRecorder, write_json
+        from producer_core.results.run_facts import run_document
         from producer_core.workload.workload import Workload
 
     warmup_records = flags.get("warmup_records") or 0
@@ -218,11 +219,7 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
                     PerfTestProgress(reporting_ms / 1000.0, value_bytes), **stop)
             results.broker = target.description
             console.print(f"Ran in {time.monotonic() - started:.1f} s.")
-        document = results.to_dict()
-        if stopper.signum is not None:
-            document["complete"] = False
-        add_facts(document, target.embedded, implementation=target.implementation,
-                  version=target.version)
+        document = run_document(results, target.facts(), stopped=stopper.signum is not None)
     for line in final_lines(document, value_bytes, warmup_records):
         emit(line)
     if print_metrics:

@@ -8,20 +8,16 @@ writers come in, which `--help` does not need (cli/lazy_group.py).
 from __future__ import annotations
 
 import sys
-import warnings
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-
 from cli.broker_cost_opts import broker_endpoints
 from cli.broker_cost_render import broker_cost_notes
 from cli.client_opts import client_inputs, finish_settings
-from cli.consume_opts import check_consume, consuming
+from cli.consume_opts import check_consume
 from cli.consume_render import consumers_tables
-from cli.container_facts import add_container_facts, aim_faults
 from cli.dashboard import dashboard_warn, finish_dashboard, open_dashboard
 from cli.options import (
     lab_shape,
@@ -45,17 +41,21 @@ from cli.render import (
     topics_table,
     verify_table,
 )
+from cli.run_pipeline import run_pipeline
 from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.spark_opts import Runner, runner_from_flags
-from cli.stopping import StopOnSignal, accepts_stop
-from producer_core.analysis.compare import compare, parse_mode_configs, parse_modes
-from producer_core.brokers import BrokerTarget
-from producer_core.brokers.target import broker_target
+from cli.stopping import StopOnSignal
+from producer_core.analysis.compare import (
+    comparison_document,
+    parse_mode_configs,
+    parse_modes,
+    run_modes,
+)
 from producer_core.config import MODES, build_settings
 from producer_core.errors import UsageError
-from producer_core.measure.per_run import run_targets, with_cost
-from producer_core.measure.verify_read import VerifyingRun, verify_unsupported
-from producer_core.results.results_io import RunRecorder, add_facts, write_json, write_results_dir
+from producer_core.measure.verify_read import verify_unsupported
+from producer_core.results.results_io import write_json, write_results_dir
+from producer_core.results.run_facts import run_document
 from producer_core.workload.workload import Workload
 
 
@@ -69,19 +69,6 @@ def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
     reason = verify_unsupported(workload)
     if reason:
         raise UsageError(reason)
-
-
-def engine_call(engine_run: Any, verify: bool, stopper: StopOnSignal,
-                consume: Any = None) -> tuple[Any, dict]:
-    """The run callable (reading back with --verify, or with --consume's consumers, whose
-    read-back then is the verify) and its keyword arguments."""
-    stopper.stoppable = accepts_stop(engine_run)
-    if consume is not None:
-        run = consuming(engine_run, consume, verify, lambda text: console.print(
-            f"[yellow]{escape(text)}[/yellow]", soft_wrap=True))
-    else:
-        run = VerifyingRun(engine_run) if verify else engine_run
-    return run, ({"stop": stopper.event} if stopper.stoppable else {})
 
 
 def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: bool,
@@ -100,12 +87,6 @@ def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: 
         console.print(f"[{'red' if code else 'yellow'}]{reason}[/]", soft_wrap=True)
     if code:
         sys.exit(code)
-
-
-def announce_start(target: BrokerTarget) -> None:
-    """Say how long starting the broker took (it is most of a short run's wall time)."""
-    if target.started_in_s is not None:
-        console.print(f"Started {target.description} in {target.started_in_s:.1f} s.")
 
 
 def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None,
@@ -133,25 +114,16 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
     open_dashboard(dashboard_spec, f"kbatch produce — mode {mode}")
     with StopOnSignal() as stopper:
-        with broker_target(bootstrap_servers, **shape) as target, runner.open() as engine_run:
-            announce_start(target)
-            aim_faults(target, workload)
+        with run_pipeline(runner, stopper, bootstrap_servers, shape, endpoints, shared=True,
+                          workload=workload, verify=verify, consume=consume) as setup:
+            target = setup.target
             console.print(f"Producing to {target.description}, {describe_topics(workload)}, "
                           f"mode {mode}{runner.description}.")
-            run, stop = engine_call(engine_run, verify, stopper, consume)
-            run = with_cost(run, target, endpoints)
-            with runner.progress(f"[{mode}]", progress) as on_progress, \
-                    warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                results = RunRecorder(run)(workload, settings, mode, target.bootstrap,
-                                           on_progress, **stop)
+            with runner.progress(f"[{mode}]", progress) as on_progress:
+                results = setup.run(workload, settings, mode, target.bootstrap,
+                                    on_progress, **setup.stop)
             results.broker = target.description
-        payload = results.to_dict()
-        if stopper.signum is not None:
-            payload["complete"] = False
-        add_facts(payload, target.embedded, implementation=target.implementation,
-                  version=target.version)
-        add_container_facts(payload, target)
+        payload = run_document(results, setup.facts(), stopped=setup.stopped)
         out.print(summary_table(payload))
         if len(payload.get("topics", {})) > 1:
             out.print(topics_table(payload))
@@ -222,38 +194,31 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                                                  if repeat > 1 else "") + ".")
         return stack.enter_context(runner.progress(f"[{mode}]", progress))
 
-    with stopper, run_targets(bootstrap_servers, shape, endpoints) as (target, on_its_broker), \
-            runner.open() as engine_run, stack, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        announce_start(target)
-        aim_faults(target, workload)
-        console.print(f"Comparing {', '.join(modes)} on {target.description}"
+    with stopper, run_pipeline(runner, stopper, bootstrap_servers, shape, endpoints,
+                               workload=workload, verify=verify, consume=consume) as setup, \
+            stack:
+        recorder = setup.run
+        console.print(f"Comparing {', '.join(modes)} on {setup.target.description}"
                       f"{runner.description}.")
-        run, stop = engine_call(engine_run, verify, stopper, consume)
-        recorder = RunRecorder(on_its_broker(run))
-        document = compare(workload, mode_runs, target.bootstrap, repeat, on_start,
-                           run_one=recorder, stop=stop.get("stop"))
-        document["broker"] = target.description
+        rounds = run_modes(workload, mode_runs, setup.target.bootstrap, repeat, on_start,
+                           run_one=recorder, stop=setup.stop.get("stop"))
         stack.close()  # the last progress display, before the broker stops
     with stopper:  # a signal while writing the results: stop at once (the broker is down)
-        if stopper.signum is not None:
-            document["complete"] = False
-        add_facts(document, target.embedded, target.description,
-                  implementation=target.implementation, version=target.version)
-        add_container_facts(document, target)
+        document = comparison_document(workload, mode_runs, repeat, rounds, setup.facts(),
+                                       stopped=setup.stopped)
         out.print(comparison_table(document))
         for note in broker_cost_notes(document["runs"]):
             console.print(note)
-        for run_document in document["runs"]:
-            for table in consumers_tables(run_document, f"mode {run_document['mode']}, "
-                                                        f"round {run_document['round']}"):
+        for run_doc in document["runs"]:
+            for table in consumers_tables(run_doc, f"mode {run_doc['mode']}, "
+                                                        f"round {run_doc['round']}"):
                 out.print(table)
-            if "verify" in run_document:
-                out.print(verify_table(run_document["verify"],
-                                       f"mode {run_document['mode']}, round "
-                                       f"{run_document['round']}"))
-            for warning in run_document.get("warnings", []):
-                console.print(f"[yellow]Warning ({run_document['mode']}):[/yellow] {warning}")
+            if "verify" in run_doc:
+                out.print(verify_table(run_doc["verify"],
+                                       f"mode {run_doc['mode']}, round "
+                                       f"{run_doc['round']}"))
+            for warning in run_doc.get("warnings", []):
+                console.print(f"[yellow]Warning ({run_doc['mode']}):[/yellow] {warning}")
         emit_json(json_path, document, write_json)
         if out_dir is not None:
             clear_results_dir(out_dir)

@@ -24,6 +24,7 @@ from producer_core.results.metric_catalog import (
     summary_metric,
 )
 from producer_core.results.metrics import SCHEMA_VERSION
+from producer_core.results.run_facts import RunFacts, run_document
 from producer_core.workload.workload import Workload
 
 
@@ -98,12 +99,28 @@ def compare(
     on_start: Callable[[str, int], Callable[[Progress], None] | None] | None = None,
     run_one: Callable[..., Any] = run,
     stop: threading.Event | None = None,
+    facts: RunFacts | None = None,
 ) -> dict[str, Any]:
     """Run every mode `repeat` times, interleaved; return the comparison document.
 
     Setting `stop` ends the current run early (its results say `complete: false`) and
-    starts no further run."""
-    runs: list[dict[str, Any]] = []
+    starts no further run. Where the facts are known only after the runs (a cluster's
+    faults), run them with `run_modes` and build with `comparison_document`."""
+    rounds = run_modes(workload, mode_runs, bootstrap, repeat, on_start, run_one, stop)
+    return comparison_document(workload, mode_runs, repeat, rounds, facts)
+
+
+def run_modes(
+    workload: Workload,
+    mode_runs: list[ModeRun],
+    bootstrap: str,
+    repeat: int = 1,
+    on_start: Callable[[str, int], Callable[[Progress], None] | None] | None = None,
+    run_one: Callable[..., Any] = run,
+    stop: threading.Event | None = None,
+) -> list[tuple[int, Any]]:
+    """Run every mode `repeat` times, interleaved; each run's round (from 1) and Results."""
+    rounds: list[tuple[int, Any]] = []
     extra = {"stop": stop} if stop is not None else {}
     for round_index in range(repeat):
         for mode_run in mode_runs:
@@ -114,12 +131,20 @@ def compare(
             results = run_one(workload.with_topic_suffix(suffix),
                               mode_run.settings.with_topic_suffix(suffix),
                               mode_run.mode, bootstrap, progress, **extra)
-            document = results.to_dict()
-            document["round"] = round_index + 1
-            runs.append(document)
-    complete = len(runs) == repeat * len(mode_runs) and all(
+            rounds.append((round_index + 1, results))
+    return rounds
+
+
+def comparison_document(workload: Workload, mode_runs: list[ModeRun], repeat: int,
+                        rounds: list[tuple[int, Any]], facts: RunFacts | None = None,
+                        stopped: bool = False) -> dict[str, Any]:
+    """The comparison document of `run_modes`' runs, with the run's facts when given;
+    ``stopped``: a signal ended the comparison, so it is not complete."""
+    runs = [run_document(results, facts, round=round_number) for round_number, results
+            in rounds]
+    complete = not stopped and len(runs) == repeat * len(mode_runs) and all(
         run.get("complete", True) for run in runs)
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "kind": "comparison",
         "modes": [m.mode for m in mode_runs],
@@ -129,6 +154,7 @@ def compare(
         "summary": summarise(runs, [m.mode for m in mode_runs]),
         "runs": runs,
     }
+    return document | facts.grouped_fields(runs) if facts is not None else document
 
 
 def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:

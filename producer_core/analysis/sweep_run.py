@@ -29,11 +29,11 @@ from producer_core.results.metrics import SCHEMA_VERSION, Results
 from producer_core.results.results_io import (
     RESULTS_FILE,
     RunRecorder,
-    add_facts,
     load_results,
     write_document,
     write_run_files,
 )
+from producer_core.results.run_facts import RunFacts, run_document
 from producer_core.workload.workload import Workload
 
 Outcome = tuple[Cell, int, Results | None, str | None, float]
@@ -159,12 +159,15 @@ class SweepRunner:
     errors: dict[str, list[str]] = field(default_factory=dict)
 
     def write(self) -> dict[str, Any]:
-        document = build_document(self.plan, self.runs, self.errors)
-        document["broker"] = self.broker
-        add_facts(document, self.embedded, self.broker, implementation=self.implementation,
-                  version=self.version)
+        document = build_document(self.plan, self.runs, self.errors) | \
+            self.facts.grouped_fields(self.runs)
         write_document(self.out_dir, document)
         return document
+
+    @property
+    def facts(self) -> RunFacts:
+        """The facts every run of the sweep and its document carry."""
+        return RunFacts(self.broker, self.embedded, self.implementation, self.version)
 
     def run(self, resume: bool) -> dict[str, Any]:
         if resume:
@@ -179,13 +182,9 @@ class SweepRunner:
             if error is not None:
                 self.errors.setdefault(cell.id, []).append(error)
             else:
-                run = results.to_dict()
-                run["round"] = round_index
-                run["cell"] = cell.id
-                if self.broker and not run.get("broker"):
-                    run["broker"] = self.broker
-                write_run_files(self.out_dir, run, results)
-                self.runs.append(run)
+                run = run_document(results, round=round_index, cell=cell.id)
+                write_run_files(self.out_dir, run, results)  # its files, before its facts
+                self.runs.append(self.facts.finish(run))
             self.write()
             if self.on_end:
                 self.on_end(cell, round_index, error, seconds)

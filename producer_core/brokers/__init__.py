@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from producer_core.errors import UsageError
+from producer_core.results.run_facts import RunFacts
 
 #: The broker implementations kbatch can start itself (``--broker``); tansu is the default.
 BROKERS = ("tansu", "kafka", "docker")
@@ -60,6 +61,12 @@ class BrokerTarget:
             from producer_core.brokers.embedded import tansu_version
 
             object.__setattr__(self, "version", tansu_version())
+
+    def facts(self) -> RunFacts:
+        """What the results say about this target. Take them once its brokers have stopped:
+        stopping undoes the faults still active and closes their records."""
+        return RunFacts(self.description, self.embedded, self.implementation, self.version,
+                        self.image, self.faults.report() if self.faults is not None else None)
 
 
 def validate_broker_choice(broker: str, bootstrap: str | None, brokers: int,

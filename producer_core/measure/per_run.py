@@ -68,14 +68,15 @@ def with_cost(run: Run, target: BrokerTarget, endpoints: Any = ()) -> Run:
 
 
 @contextmanager
-def run_targets(bootstrap: str | None, shape: dict[str, Any], endpoints: Any = ()
-                ) -> Iterator[tuple[BrokerTarget, Callable[[Run], Run]]]:
+def run_targets(bootstrap: str | None, shape: dict[str, Any], endpoints: Any = (),
+                shared: bool = False) -> Iterator[tuple[BrokerTarget, Callable[[Run], Run]]]:
     """The target to describe and a wrapper giving each run its broker.
 
-    For Tansu started by kbatch no broker is started here (each run starts its own);
-    otherwise the one shared target is started. Either way each run's broker cost is
-    measured (``endpoints``: --broker-metrics of an external cluster)."""
-    if fresh_per_run(bootstrap, **shape):
+    For Tansu started by kbatch no broker is started here (each run starts its own),
+    unless ``shared`` (one run: `kbatch produce`); otherwise the one shared target is
+    started. Either way each run's broker cost is measured (``endpoints``:
+    --broker-metrics of an external cluster)."""
+    if not shared and fresh_per_run(bootstrap, **shape):
         validate_broker_choice(shape.get("broker", "tansu"), bootstrap,
                                shape.get("brokers", 1), shape.get("kafka_home"))
         yield (BrokerTarget("", f"{tansu_shape(**shape)}, started afresh for each run",

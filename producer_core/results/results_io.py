@@ -18,19 +18,17 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import platform
-import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from producer_core.errors import UsageError
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metrics import SCHEMA_VERSION, Results
+from producer_core.results.run_facts import RunFacts, host_facts, kbatch_version
 from producer_core.results.schema_check import errors as schema_errors
 
 __all__ = [
@@ -103,43 +101,19 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def kbatch_version() -> str:
-    try:
-        return metadata.version("kbatch")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def host_facts() -> dict[str, Any]:
-    """What machine ran it: enough to tell a 2-core CI runner from a workstation."""
-    return {
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-    }
-
-
 def add_facts(document: dict[str, Any], embedded: bool, broker: str | None = None, *,
               implementation: str | None = None, version: str | None = None) -> None:
-    """Add kbatch/broker versions and host facts to a run or comparison document.
+    """Add kbatch/broker versions and host facts to a document built without them.
 
-    ``implementation`` (tansu, kafka, external) and ``version`` come from what kbatch started
-    (``BrokerTarget``); without them the broker is Tansu when embedded, else external.
-    """
-    facts = {
-        "kbatch_version": kbatch_version(),
-        "broker_implementation": implementation or ("tansu" if embedded else "external"),
-        "broker_version": version or "unknown",
-        "host": host_facts(),
-    }
-    document.update(facts)
+    For documents assembled outside the run pipeline (test fixtures, benchmarks); the CLI
+    builds its documents with their facts (`run_facts.RunFacts`)."""
+    facts = RunFacts(broker or "", embedded, implementation, version)
+    document.update(facts.versions())
     if document.get("kind") in GROUPED_KINDS:
         runs = document["runs"]
         document.setdefault("started_at", runs[0].get("started_at") if runs else None)
         for run in runs:
-            run.update(facts)
+            run.update(facts.versions())
             if broker is not None and not run.get("broker"):
                 run["broker"] = broker
 

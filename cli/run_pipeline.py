@@ -1,0 +1,87 @@
+"""One way a command's runs are set up: the broker target, the runner, the stop-on-signal
+handling and the run callable (broker cost measured, each run recorded), so that
+produce, compare-modes and capacity differ only in the workloads they run and what
+they print. The documents are built after the `with` block, from `RunSetup.facts()`:
+a cluster's faults are closed only when it stops."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from rich.markup import escape
+
+from cli.consume_opts import consuming
+from cli.container_facts import aim_faults
+from cli.render import console
+from cli.spark_opts import Runner
+from cli.stopping import StopOnSignal, accepts_stop
+from producer_core.brokers import BrokerTarget
+from producer_core.measure.per_run import run_targets
+from producer_core.measure.verify_read import VerifyingRun
+from producer_core.results.results_io import RunRecorder
+from producer_core.results.run_facts import RunFacts
+
+
+@dataclass
+class RunSetup:
+    """What a command's body runs with while its brokers and runner are up."""
+
+    target: BrokerTarget
+    run: RunRecorder
+    """The run callable: on its broker, its cost measured, its Results kept in order."""
+    stop: dict[str, Any]
+    """``{"stop": event}`` for a run that can stop early on a signal, else empty."""
+    stopper: StopOnSignal
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a signal ended the runs (their documents are not complete)."""
+        return self.stopper.signum is not None
+
+    def facts(self) -> RunFacts:
+        """The facts the results documents carry; call once the `with` block has ended."""
+        return self.target.facts()
+
+
+def engine_call(engine_run: Any, verify: bool, stopper: StopOnSignal,
+                consume: Any = None) -> tuple[Any, dict]:
+    """The run callable (reading back with --verify, or with --consume's consumers, whose
+    read-back then is the verify) and its keyword arguments."""
+    stopper.stoppable = accepts_stop(engine_run)
+    if consume is not None:
+        run = consuming(engine_run, consume, verify, lambda text: console.print(
+            f"[yellow]{escape(text)}[/yellow]", soft_wrap=True))
+    else:
+        run = VerifyingRun(engine_run) if verify else engine_run
+    return run, ({"stop": stopper.event} if stopper.stoppable else {})
+
+
+def announce_start(target: BrokerTarget) -> None:
+    """Say how long starting the broker took (it is most of a short run's wall time)."""
+    if target.started_in_s is not None:
+        console.print(f"Started {target.description} in {target.started_in_s:.1f} s.")
+
+
+@contextmanager
+def run_pipeline(runner: Runner, stopper: StopOnSignal, bootstrap: str | None,
+                 shape: dict[str, Any], endpoints: Any = (), *, shared: bool = False,
+                 workload: Any = None, verify: bool = False, consume: Any = None,
+                 announce: bool = True) -> Iterator[RunSetup]:
+    """Start the target (``shared``: one broker for every run, else Tansu afresh per run,
+    see `run_targets`) and the runner; stop both, always, on leaving.
+
+    ``workload``: the run's workload, aimed at by ``--fault``; ``verify`` and ``consume``:
+    what reads the topic back. Warnings are silenced while it runs (the results list them)."""
+    with run_targets(bootstrap, shape, endpoints, shared) as (target, on_its_broker), \
+            runner.open() as engine_run, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if announce:
+            announce_start(target)
+        if workload is not None:
+            aim_faults(target, workload)
+        run, stop = engine_call(engine_run, verify, stopper, consume)
+        yield RunSetup(target, RunRecorder(on_its_broker(run)), stop, stopper)
