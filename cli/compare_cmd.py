@@ -18,7 +18,12 @@ from cli.options import (
     workload_options,
 )
 from cli.payload_opts import payload_options
-from cli.run_opts import OUT_HELP, delivery_options, output_options, runner_options
+from cli.run_opts import (
+    delivery_options,
+    output_options,
+    results_dir_options,
+    runner_options,
+)
 from cli.txn_opts import transaction_options
 
 
@@ -53,13 +58,7 @@ from cli.txn_opts import transaction_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write every run and the summary as JSON to this file "
                                  "('-': to stdout, and everything else to stderr).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help=OUT_HELP)
-@click.option("--overwrite", is_flag=True, default=False,
-              help="Let --out replace a results directory that holds another mode's or "
-                   "kind's results (without it, such a directory is refused).")
-@click.option("--progress/--no-progress", default=True, show_default=True,
-              help="Live progress display (only shown on a terminal).")
+@results_dir_options
 @transaction_options
 @delivery_options
 @dashboard_option

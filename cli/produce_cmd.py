@@ -22,7 +22,12 @@ from cli.perf_test_opts import (
     PerfTestArgs,
     perf_test_options,
 )
-from cli.run_opts import OUT_HELP, delivery_options, output_options, runner_options
+from cli.run_opts import (
+    delivery_options,
+    output_options,
+    results_dir_options,
+    runner_options,
+)
 from cli.txn_opts import transaction_options
 from producer_core.config import MODES, settings_help
 from producer_core.modes import mode_help
@@ -47,13 +52,7 @@ from producer_core.modes import mode_help
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write the results JSON to this file ('-': to stdout, "
                                  "and everything else to stderr).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help=OUT_HELP)
-@click.option("--overwrite", is_flag=True, default=False,
-              help="Let --out replace a results directory that holds another mode's or "
-                   "kind's results (without it, such a directory is refused).")
-@click.option("--progress/--no-progress", default=True, show_default=True,
-              help="Live progress display (only shown on a terminal).")
+@results_dir_options
 @perf_test_options
 @transaction_options
 @delivery_options

@@ -7,6 +7,7 @@ What the flags do is in cli.output_mode, cli.spark_opts and cli.run_steps.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -20,6 +21,22 @@ OUT_HELP = ("Write a results directory: results.json (schema v1), and per run th
             ".hgrm, the encoded histogram and the per-request log (Parquet). "
             "See docs/reference/results.md.")
 
+
+def results_dir_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--out DIR`, `--overwrite` and `--progress/--no-progress`, shared by `produce` and
+    `compare-modes` (declared once so their help stays the same)."""
+    options = [
+        click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+                     default=None, help=OUT_HELP),
+        click.option("--overwrite", is_flag=True, default=False,
+                     help="Let --out replace a results directory that holds another mode's "
+                          "or kind's results (without it, such a directory is refused)."),
+        click.option("--progress/--no-progress", default=True, show_default=True,
+                     help="Live progress display (only shown on a terminal)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
 
 def delivery_options(func: Any) -> Any:
