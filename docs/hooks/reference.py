@@ -74,7 +74,7 @@ def settings_table() -> str:
             + table(head, rows(BRUCE_TOPIC_SETTINGS, f"{BRUCE_TOPIC_PREFIX}<topic>.")))
 
 
-# --- modes (producer_core/modes.py) ----------------------------------------------------------
+# --- modes (producer_core/modes/, REGISTRY in its __init__.py) ------------------------------
 
 def modes_table() -> str:
     from producer_core.modes import REGISTRY
