@@ -81,8 +81,14 @@ def validate_broker_choice(broker: str, bootstrap: str | None, brokers: int,
     if kafka_home and broker != "kafka":
         raise UsageError("--kafka-home says where Apache Kafka is installed; it only applies "
                          "with --broker kafka.")
-    if broker in ("kafka", "docker") and brokers not in KAFKA_NODE_COUNTS:
+    if broker in ("kafka", "docker"):
+        check_kafka_nodes(broker, brokers)
+
+
+def check_kafka_nodes(broker: str, nodes: int) -> None:
+    """Refuse a Kafka cluster of another size than 1 or 3 nodes (``--broker broker``)."""
+    if nodes not in KAFKA_NODE_COUNTS:
         raise UsageError(
-            f"--brokers {brokers} with --broker {broker}: kbatch starts a Kafka cluster of 1 "
+            f"--brokers {nodes} with --broker {broker}: kbatch starts a Kafka cluster of 1 "
             "node or of 3 (3 = a real controller quorum, with leaders spread over three "
             "brokers).")

@@ -26,22 +26,16 @@ would take the published port with it: it is the only network the node has.)
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
-import time
 import uuid
-import weakref
-from collections.abc import Callable, Mapping
-from types import TracebackType
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from producer_core.brokers.docker_image import ImageChoice, choose_image
-from producer_core.brokers.kafka import new_cluster_id
-from producer_core.brokers.probe import metadata_brokers
+from producer_core.brokers.node_cluster import NodeCluster, free_ports, pid_alive
 from producer_core.errors import BrokerError, UsageError
 
 LABEL_MANAGED = "io.kbatch.managed"
@@ -64,16 +58,6 @@ NODE_PROPERTIES = {
     "group.initial.rebalance.delay.ms": "0",
     "auto.create.topics.enable": "true",
 }
-
-_LIVE: weakref.WeakSet[DockerKafkaCluster] = weakref.WeakSet()
-
-
-@atexit.register
-def _remove_all_at_exit() -> None:
-    for cluster in list(_LIVE):
-        with contextlib.suppress(Exception):
-            cluster.stop()
-
 
 class DockerUnavailable(UsageError):
     """No Docker engine to run containers (or no client library to talk to it)."""
@@ -139,51 +123,32 @@ def _owner_alive(labels: Mapping[str, str]) -> bool:
         pid = int(labels.get(LABEL_OWNER, ""))
     except ValueError:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
-def _free_ports(count: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            socks.append(sock)
-            sock.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
-class DockerKafkaCluster:
+class DockerKafkaCluster(NodeCluster):
     """Apache Kafka in ``nodes`` containers, clients on 127.0.0.1 published ports."""
 
     host = "127.0.0.1"
+    ROUTE = "docker"
+    WHERE = " in Docker"
+    NOT_RUNNING = "The Kafka containers are not running"
+    NODES_NOUN = "Kafka container(s) for node(s)"
+    START_TIMEOUT_S = 180.0
+    NODE_START_TIMEOUT_S = 90.0
+    FIRST_POLL_S = 0.5  # a docker API call per probe: no need to ask sooner
 
     def __init__(self, nodes: int = 1, *, image: str | None = None,
                  progress: Callable[[str], None] | None = None,
                  server_properties: Mapping[str, str] | None = None,
                  heap: str = DEFAULT_HEAP) -> None:
-        if nodes not in (1, 3):
-            raise UsageError(
-                f"--brokers {nodes} with --broker docker: kbatch starts a Kafka cluster of 1 "
-                "node or of 3 (3 = a real controller quorum, with leaders spread over three "
-                "brokers).")
-        self.nodes = nodes
+        super().__init__(nodes)
         self.heap = heap
         self._requested_image = image
         self._progress = progress or (lambda _message: None)
         self._properties = dict(server_properties or {})
         self.image: ImageChoice | None = None
         self.run_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.cluster_id = new_cluster_id()
-        self.start_time_s: float | None = None
         self._client: Any = None
         self._network: Any = None
         self._containers: dict[int, Any] = {}  # node id -> testcontainers DockerContainer
@@ -191,10 +156,6 @@ class DockerKafkaCluster:
         self._isolated: set[int] = set()
 
     # ------------------------------------------------------------------ views
-
-    @property
-    def node_ids(self) -> list[int]:
-        return list(range(1, self.nodes + 1))
 
     @property
     def version(self) -> str:
@@ -205,58 +166,54 @@ class DockerKafkaCluster:
         return f"kbatch-{self.run_id}"
 
     @property
-    def bootstrap(self) -> str:
-        if not self._ports:
-            raise BrokerError("The Kafka containers are not running; call start() first.")
-        return ",".join(f"{self.host}:{port}" for port in self._ports.values())
+    def started(self) -> bool:
+        return bool(self._ports)
+
+    def _client_ports(self) -> list[int]:
+        return list(self._ports.values())
+
+    def _probe_port(self, node_id: int) -> int:
+        return self._ports[node_id]
 
     def port(self, node_id: int) -> int:
         return self._ports[node_id]
 
-    @property
-    def description(self) -> str:
-        kind = "broker" if self.nodes == 1 else "brokers"
-        image = self.image.name if self.image else "?"
-        return (f"Apache Kafka {self.version} in Docker ({self.nodes} KRaft {kind}, image "
-                f"{image}) at {self.bootstrap}")
+    def _layout(self) -> str:
+        return f"image {self.image.name if self.image else '?'}"
 
     def container_name(self, node_id: int) -> str:
         return f"kbatch-{self.run_id}-kafka-{node_id}"
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, timeout_s: float = 180.0) -> DockerKafkaCluster:
-        if self._containers:
-            return self
+    def _prepare(self) -> None:
+        """Reach Docker, remove what a killed kbatch left, choose (or build) the image."""
         self._client = docker_client()
         removed = sweep_stale(self._client)
         if removed:
             self._progress(f"Removed {len(removed)} container(s)/network(s) left by a kbatch "
                            f"that was killed: {', '.join(removed)}.")
         self.image = choose_image(self._requested_image, self._progress)
-        began = time.monotonic()
-        _LIVE.add(self)
+        self._progress(f"Starting Apache Kafka {self.version} in Docker ({self.nodes} "
+                       f"node{'s' if self.nodes > 1 else ''}, image {self.image.name})...")
+
+    @contextlib.contextmanager
+    def _start_errors(self) -> Iterator[None]:
         try:
-            self._progress(f"Starting Apache Kafka {self.version} in Docker ({self.nodes} "
-                           f"node{'s' if self.nodes > 1 else ''}, image {self.image.name})...")
-            try:
-                self._create_network()
-                ports = _free_ports(self.nodes)
-                for node_id, port in zip(self.node_ids, ports, strict=True):
-                    self._ports[node_id] = port
-                for node_id in self.node_ids:
-                    self._start_container(node_id)
-                self._wait_ready(self.node_ids, began + timeout_s)
-            except Exception as exc:  # docker-py's APIError, timeouts: say what Docker said
-                if isinstance(exc, BrokerError | UsageError):
-                    raise
-                raise BrokerError(f"Docker could not start the Kafka containers: "
-                                  f"{_first_line(exc)}") from exc
-        except BaseException:
-            self.stop()
-            raise
-        self.start_time_s = time.monotonic() - began
-        return self
+            yield
+        except Exception as exc:  # docker-py's APIError, timeouts: say what Docker said
+            if isinstance(exc, BrokerError | UsageError):
+                raise
+            raise BrokerError(f"Docker could not start the Kafka containers: "
+                              f"{_first_line(exc)}") from exc
+
+    def _launch_nodes(self) -> None:
+        self._create_network()
+        ports = free_ports(self.host, self.nodes)
+        for node_id, port in zip(self.node_ids, ports, strict=True):
+            self._ports[node_id] = port
+        for node_id in self.node_ids:
+            self._start_container(node_id)
 
     def _labels(self) -> dict[str, str]:
         return {LABEL_MANAGED: "true", LABEL_OWNER: str(os.getpid()), LABEL_RUN: self.run_id}
@@ -325,10 +282,9 @@ class DockerKafkaCluster:
         wrapped.reload()
         return str(wrapped.status)
 
-    def all_running(self) -> bool:
-        """Whether every node's container runs (a lab stops when one does not)."""
+    def _node_running(self, node_id: int) -> bool:
         try:
-            return all(self._status(i) == "running" for i in self.node_ids)
+            return self._status(node_id) == "running"
         except Exception:  # noqa: BLE001 - a removed container is not running
             return False
 
@@ -339,29 +295,14 @@ class DockerKafkaCluster:
             return f"(no log: {_first_line(exc)})"
         return text.rstrip() or "(log is empty)"
 
-    def _wait_ready(self, node_ids: list[int], deadline: float) -> None:
-        waiting = list(node_ids)
-        while waiting:
-            for node_id in list(waiting):
-                try:
-                    status = self._status(node_id)
-                except Exception as exc:  # noqa: BLE001 - a slow daemon: ask again
-                    status = f"unknown ({_first_line(exc)})"
-                if status in ("exited", "dead"):
-                    raise BrokerError(
-                        f"Kafka container {self.container_name(node_id)} exited during start. "
-                        f"Last lines of its log:\n{self.log_tail(node_id)}")
-                count = metadata_brokers(self.host, self._ports[node_id], 1.0, version=4)
-                if count is not None and count >= self.nodes:
-                    waiting.remove(node_id)
-            if not waiting:
-                return
-            if time.monotonic() > deadline:
-                raise BrokerError(
-                    f"Kafka container(s) for node(s) {waiting} did not serve Metadata with all "
-                    f"{self.nodes} node(s) in time. Last lines of node {waiting[0]}'s log:\n"
-                    f"{self.log_tail(waiting[0])}")
-            time.sleep(0.5)
+    def _exit_reason(self, node_id: int) -> str | None:
+        try:
+            status = self._status(node_id)
+        except Exception:  # noqa: BLE001 - a slow daemon: ask again
+            return None
+        if status in ("exited", "dead"):
+            return f"Kafka container {self.container_name(node_id)} exited during start"
+        return None
 
     def stop(self) -> None:
         """Remove every container and the network; idempotent, never raises."""
@@ -387,14 +328,7 @@ class DockerKafkaCluster:
             with contextlib.suppress(Exception):
                 self._client.close()
             self._client = None
-        _LIVE.discard(self)
-
-    def __enter__(self) -> DockerKafkaCluster:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+        self._forget()
 
     # ------------------------------------------------------------------ faults
 
@@ -410,20 +344,20 @@ class DockerKafkaCluster:
         """SIGKILL the node's JVM; the container (and its data) stays for a restart."""
         self._wrapped(node_id).kill()
 
-    def start_node(self, node_id: int, timeout_s: float = 90.0) -> None:
-        """Start a killed node again on the same data and port; wait until it serves."""
+    def stop_node(self, node_id: int, timeout_s: float = 30.0) -> None:
+        """``docker stop``: SIGTERM (controlled shutdown), SIGKILL after ``timeout_s``; the
+        container (and its data) stays for a restart."""
+        self._wrapped(node_id).stop(timeout=round(timeout_s))
+
+    def _bring_up(self, node_id: int) -> bool:
+        """Unpause a paused container, start a stopped one (same data and port)."""
         wrapped = self._wrapped(node_id)
         wrapped.reload()
         if wrapped.status == "paused":
             wrapped.unpause()
         elif wrapped.status != "running":
             wrapped.start()
-        self._wait_ready([node_id], time.monotonic() + timeout_s)
-
-    def restart_node(self, node_id: int, timeout_s: float = 90.0) -> None:
-        """Stop the node politely (SIGTERM: controlled shutdown) and start it again."""
-        self._wrapped(node_id).restart(timeout=30)
-        self._wait_ready([node_id], time.monotonic() + timeout_s)
+        return True
 
     def leader_of(self, partition: int, topic_hint: str | None) -> int | None:
         """The node leading ``partition`` of the run's topic, asked of a reachable node."""

@@ -25,28 +25,22 @@ removes those whose owner is gone.
 
 from __future__ import annotations
 
-import atexit
-import base64
 import contextlib
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
-import uuid
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 from producer_core.brokers.child_process import SPAWNER, pdeathsig_preexec
 from producer_core.brokers.kafka_dist import KafkaDist, resolve
-from producer_core.brokers.probe import metadata_brokers
+from producer_core.brokers.node_cluster import NodeCluster, free_ports, pid_alive
 from producer_core.errors import BrokerError, UsageError
 
 __all__ = ["DIR_PREFIX", "KafkaCluster"]
@@ -78,16 +72,6 @@ logger.server.name = kafka.server.KafkaRaftServer
 logger.server.level = INFO
 """
 
-_LIVE: weakref.WeakSet[KafkaCluster] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_all_at_exit() -> None:
-    for cluster in list(_LIVE):
-        with contextlib.suppress(Exception):
-            cluster.stop(timeout_s=2.0)
-
-
 @dataclass
 class _Node:
     node_id: int
@@ -104,17 +88,7 @@ class _Node:
         return self.data_dir / "server.log"
 
 
-def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
-    """A KRaft cluster id: a random UUID in URL-safe base64 that does not start with '-'
-    (the storage tool would read such an id as an option; one in 64 would, so Kafka's own
-    Uuid.randomUuid draws again, and so do we)."""
-    while True:
-        text = base64.urlsafe_b64encode(random_uuid().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
-
-
-class KafkaCluster:
+class KafkaCluster(NodeCluster):
     """Apache Kafka on 127.0.0.1, ``nodes`` combined broker+controller processes."""
 
     def __init__(
@@ -132,12 +106,7 @@ class KafkaCluster:
         format_args: Sequence[str] = (),
         metrics_exporter: bool = False,
     ) -> None:
-        if nodes not in (1, 3):
-            raise UsageError(
-                f"--brokers {nodes} with --broker kafka: a Kafka cluster here has 1 node or 3 "
-                "(3 = a real controller quorum, which an even count would not improve)."
-            )
-        self.nodes = nodes
+        super().__init__(nodes)
         self.host = host
         self.heap = heap
         self._kafka_home = kafka_home
@@ -153,8 +122,6 @@ class KafkaCluster:
         """Why the nodes have no metrics endpoint although one was asked for."""
         self._root: Path | None = None
         self._nodes: dict[int, _Node] = {}
-        self.cluster_id = new_cluster_id()
-        self.start_time_s: float | None = None
 
     # ------------------------------------------------------------------ views
 
@@ -163,14 +130,15 @@ class KafkaCluster:
         return self._distribution().version
 
     @property
-    def node_ids(self) -> list[int]:
-        return list(range(1, self.nodes + 1))
+    def started(self) -> bool:
+        return bool(self._nodes)
 
-    @property
-    def bootstrap(self) -> str:
-        """Every node's CLIENT address as advertised (any one is enough to bootstrap)."""
-        self._require_started()
-        return ",".join(f"{self.host}:{n.advertised_port}" for n in self._nodes.values())
+    def _client_ports(self) -> list[int]:
+        """Every node's CLIENT port as advertised (a relay's, with a delay)."""
+        return [n.advertised_port for n in self._nodes.values()]
+
+    def _probe_port(self, node_id: int) -> int:
+        return self._nodes[node_id].ports["CLIENT"]
 
     def listener_bootstrap(self, name: str) -> str:
         """Bootstrap servers of one listener (``CLIENT`` or a name from ``extra_listeners``)."""
@@ -203,16 +171,8 @@ class KafkaCluster:
         """The temporary directory holding every node's data (None once stopped)."""
         return self._root
 
-    @property
-    def running(self) -> bool:
-        return bool(self._nodes) and len(self.node_pids) == self.nodes
-
-    @property
-    def description(self) -> str:
-        ids = "node 1" if self.nodes == 1 else f"nodes 1-{self.nodes}"
-        kind = "broker" if self.nodes == 1 else "brokers"
-        return (f"Apache Kafka {self.version} ({self.nodes} KRaft {kind}, {ids}) at "
-                f"{self.bootstrap}")
+    def _layout(self) -> str:
+        return "node 1" if self.nodes == 1 else f"nodes 1-{self.nodes}"
 
     def log_tail(self, node_id: int, lines: int = _LOG_TAIL_LINES) -> str:
         node = self._nodes.get(node_id)
@@ -231,36 +191,26 @@ class KafkaCluster:
             self._dist = resolve(self._kafka_home, self._progress)
         return self._dist
 
-    def start(self, timeout_s: float = 120.0) -> KafkaCluster:
-        """Format every node's storage, launch the nodes, wait until all serve Metadata."""
-        if self._nodes:
-            return self
+    def _prepare(self) -> None:
         dist = self._distribution()
         if self._progress is not None:
             self._progress(f"Starting Apache Kafka {dist.version}, {self.nodes} KRaft "
                            f"node{'s' if self.nodes > 1 else ''} on {self.host}...")
-        began = time.monotonic()
+
+    def _launch_nodes(self) -> None:
+        """Format every node's storage in a directory of our own, launch the nodes."""
         sweep_stale_dirs()
         self._root = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-"))
-        _LIVE.add(self)
-        try:
-            self._plan()
-            self._format_all(dist)
-            for node_id in self.node_ids:
-                self._launch(node_id)
-            self._wait_ready(self.node_ids, began + timeout_s)
-        except BaseException:
-            # Ctrl-C or a failed start: nothing half-started is left behind.
-            self.stop()
-            raise
-        self.start_time_s = time.monotonic() - began
-        return self
+        self._plan()
+        self._format_all(self._distribution())
+        for node_id in self.node_ids:
+            self._launch(node_id)
 
     def _plan(self) -> None:
         assert self._root is not None
         names = ["CLIENT", "INTERNAL", "CONTROLLER", *self._extra_listeners]
         exporter = self._exporter()
-        ports = _free_ports(self.host, (len(names) + (exporter is not None)) * self.nodes)
+        ports = free_ports(self.host, (len(names) + (exporter is not None)) * self.nodes)
         for node_id in self.node_ids:
             data_dir = self._root / f"node-{node_id}"
             (data_dir / "log").mkdir(parents=True)
@@ -377,59 +327,38 @@ class KafkaCluster:
             cmd.insert(1, javaagent_flag(self._exporter_jar, self.host, node.metrics_port))
         node.proc = self._spawn(cmd, node.log)
 
-    def _wait_ready(self, node_ids: list[int], deadline: float) -> None:
-        """Until every node in ``node_ids`` answers Metadata listing all nodes."""
-        waiting = list(node_ids)
-        delay = 0.1
-        while waiting:
-            for node_id in list(waiting):
-                node = self._nodes[node_id]
-                assert node.proc is not None
-                code = node.proc.poll()
-                if code is not None:
-                    raise BrokerError(
-                        f"Kafka node {node_id} exited during startup (exit code {code}). "
-                        f"Last lines of its log:\n{self.log_tail(node_id)}")
-                count = metadata_brokers(self.host, node.ports["CLIENT"], 1.0, version=4)
-                if count is not None and count >= self.nodes:
-                    waiting.remove(node_id)
-            if not waiting:
-                return
-            if time.monotonic() > deadline:
-                raise BrokerError(
-                    f"Kafka node(s) {waiting} did not serve Metadata with all {self.nodes} "
-                    f"node(s) in time. Last lines of node {waiting[0]}'s log:\n"
-                    f"{self.log_tail(waiting[0])}")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
+    def _exit_reason(self, node_id: int) -> str | None:
+        proc = self._nodes[node_id].proc
+        assert proc is not None
+        code = proc.poll()
+        return (None if code is None
+                else f"Kafka node {node_id} exited during startup (exit code {code})")
+
+    def _node_running(self, node_id: int) -> bool:
+        proc = self._nodes[node_id].proc
+        return proc is not None and proc.poll() is None
 
     # -------------------------------------------------------- single-node faults
 
     def stop_node(self, node_id: int, timeout_s: float = 30.0) -> None:
-        """Shut one node down politely (SIGTERM: controlled shutdown), SIGKILL if it hangs."""
         _terminate([self._node(node_id)], timeout_s)
 
     def kill_node(self, node_id: int) -> None:
-        """SIGKILL one node, like a crashed machine; its data directory stays for a restart."""
         _terminate([self._node(node_id)], 0.0)
 
-    def start_node(self, node_id: int, timeout_s: float = 60.0) -> None:
-        """Restart a stopped node on its old ports and data; wait until it serves Metadata."""
-        node = self._node(node_id)
-        if node.proc is not None and node.proc.poll() is None:
-            return
+    def _bring_up(self, node_id: int) -> bool:
+        """Launch a stopped node again on its old ports and data (a running one is left)."""
+        self._node(node_id)  # refuses a node the cluster does not have
+        if self._node_running(node_id):
+            return False
         self._launch(node_id)
-        self._wait_ready([node_id], time.monotonic() + timeout_s)
+        return True
 
     def _node(self, node_id: int) -> _Node:
         self._require_started()
         if node_id not in self._nodes:
             raise BrokerError(f"No Kafka node {node_id}; the nodes are {self.node_ids}.")
         return self._nodes[node_id]
-
-    def _require_started(self) -> None:
-        if not self._nodes:
-            raise BrokerError("The Kafka cluster is not running; call start() first.")
 
     def stop(self, timeout_s: float = 8.0) -> None:
         """Stop every node (SIGTERM, then SIGKILL) and delete the data; idempotent.
@@ -449,14 +378,10 @@ class KafkaCluster:
             root, self._root = self._root, None
             if root is not None:
                 shutil.rmtree(root, ignore_errors=True)
-            _LIVE.discard(self)
+            self._forget()
 
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+    def stop_at_exit(self) -> None:
+        self.stop(timeout_s=2.0)
 
     def __del__(self) -> None:
         for node in list(getattr(self, "_nodes", {}).values()):
@@ -506,38 +431,14 @@ def _expand(value: str, values: Mapping[str, str], ports: Mapping[str, int]) -> 
     return text
 
 
-def _free_ports(host: str, count: int) -> list[int]:
-    """``count`` distinct ports free right now: all bound at once, so none repeats."""
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            socks.append(sock)
-            sock.bind((host, 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
 def sweep_stale_dirs(tmp: Path | None = None) -> list[Path]:
     """Remove data directories of kbatch processes that died without cleaning up."""
     removed = []
     base = Path(tmp or tempfile.gettempdir())
     for path in base.glob(f"{DIR_PREFIX}*"):
         match = re.match(rf"{re.escape(DIR_PREFIX)}(\d+)-", path.name)
-        if match is None or not path.is_dir() or _alive(int(match.group(1))):
+        if match is None or not path.is_dir() or pid_alive(int(match.group(1))):
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -161,7 +161,7 @@ def test_cluster_ids_never_start_with_a_dash() -> None:
     import base64
     import uuid
 
-    from producer_core.brokers.kafka import new_cluster_id
+    from producer_core.brokers.node_cluster import new_cluster_id
 
     dashed = uuid.UUID(bytes=base64.urlsafe_b64decode("-" + "A" * 21 + "=="))
     plain = uuid.UUID(int=12345)

@@ -64,8 +64,7 @@ class KafkaNodes:
         self.cluster.start_node(node_id)
 
     def restart_node(self, node_id: int) -> None:
-        self.cluster.stop_node(node_id)
-        self.cluster.start_node(node_id)
+        self.cluster.restart_node(node_id)
 
     def isolate_node(self, node_id: int) -> None:
         raise NotImplementedError("isolate needs --broker docker")
