@@ -58,6 +58,16 @@ BASE_PROPERTIES = {
     "group.initial.rebalance.delay.ms": "0",
     "log.segment.bytes": str(64 * 1024 * 1024),
     "auto.create.topics.enable": "true",
+    # A node keeps a file open per partition, and a deleted topic's (or segment's) files
+    # until this delay has passed (Kafka's default: 60 s; a topic's file.delete.delay.ms
+    # defaults to it). A topic created meanwhile needs
+    # as many again: past the open-files limit (`ulimit -n`, 20,000 on the machines this
+    # runs on) the node fails to take the new partitions over and refuses them until it
+    # restarts (10,000 partitions deleted, then created again). One second frees them
+    # before the next run's topic; the deleting task's first round (like the node's other
+    # log tasks) comes 1 s after the start instead of 30 s.
+    "log.segment.delete.delay.ms": "1000",
+    "log.initial.task.delay.ms": "1000",
 }
 _LOG_TAIL_LINES = 25
 _LOG4J = """\

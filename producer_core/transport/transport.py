@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections import Counter
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -311,22 +312,21 @@ class Cluster:
             polled = asyncio.get_running_loop().time()
             view = await self.refresh_metadata([topic])
             leaders = view.leaders.get(topic, [])
-            if (len(leaders) == partitions and all(leader >= 0 for leader in leaders)
-                    and await self._leaders_serve(topic, leaders)):
-                return created
+            refused: Counter[str] = Counter()
+            if len(leaders) == partitions and all(leader >= 0 for leader in leaders):
+                refused = await self._leaders_refuse(topic, leaders)
+                if not refused:
+                    return created
             # decoding a large topic's metadata (pure Python) is costly: wait at least as
             # long as a poll took, so a broker on the same machine gets the CPU to create it
             poll_s = asyncio.get_running_loop().time() - polled
             if asyncio.get_running_loop().time() > deadline:
-                raise BrokerError(
-                    f"Topic {topic!r} has no leader serving every partition after "
-                    f"{timeout_s:.0f} s (metadata shows {len(leaders)} partitions, "
-                    f"{sum(1 for x in leaders if x < 0)} without a leader)."
-                )
+                raise BrokerError(_not_served(topic, leaders, refused, timeout_s))
             await asyncio.sleep(max(0.1, poll_s))
 
-    async def _leaders_serve(self, topic: str, leaders: list[int]) -> bool:
-        """True once every leader answers ListOffsets for its partitions without an error.
+    async def _leaders_refuse(self, topic: str, leaders: list[int]) -> Counter[str]:
+        """How many partitions their leader refuses to serve, by error name (none: every
+        leader answers ListOffsets for its partitions without an error).
 
         Apache Kafka (KRaft) lists a new partition's leader in Metadata a moment before
         that broker serves it; a first Produce then gets NOT_LEADER_OR_FOLLOWER and a
@@ -335,14 +335,15 @@ class Cluster:
         by_leader: dict[int, list[int]] = {}
         for partition, leader in enumerate(leaders):
             by_leader.setdefault(leader, []).append(partition)
+        refused: Counter[str] = Counter()
         for leader, parts in by_leader.items():
             conn = await self.connection(leader)
             response = await conn.send(
                 OffsetRequest(-1, 0, [(topic, [(p, LATEST_OFFSET) for p in parts])]))
             for entry in response.to_object()["topics"]:
-                if any(p["error_code"] != 0 for p in entry["partitions"]):
-                    return False
-        return True
+                refused.update(f"{for_code(p['error_code']).message} (error {p['error_code']})"
+                               for p in entry["partitions"] if p["error_code"] != 0)
+        return refused
 
     async def connection(self, node_id: int) -> AIOKafkaConnection:
         conn = self._conns.get(node_id)
@@ -389,6 +390,24 @@ def _tolerant_frame(conn: AIOKafkaConnection, handle: Any, frame: bytes) -> None
     if expected is not None and len(frame) >= 4 and struct.unpack_from(">i", frame)[0] != expected:
         return
     handle(frame)
+
+
+def _not_served(topic: str, leaders: list[int], refused: Counter[str],
+                timeout_s: float) -> str:
+    """Why a topic is not ready after the wait: partitions without a leader, or leaders
+    that refuse their partitions (and what a broker that does so may be missing)."""
+    if not refused:
+        return (f"Topic {topic!r} has no leader serving every partition after "
+                f"{timeout_s:.0f} s (metadata shows {len(leaders)} partitions, "
+                f"{sum(1 for x in leaders if x < 0)} without a leader).")
+    answers = ", ".join(f"{name} for {count:,}" for name, count in refused.most_common())
+    return (f"Topic {topic!r}: metadata names a leader for each of its {len(leaders):,} "
+            f"partitions, but after {timeout_s:.0f} s the leaders still refuse "
+            f"{sum(refused.values()):,} of them ({answers}). A broker that failed to take "
+            "partitions over refuses them until it restarts: Apache Kafka logs \"Error "
+            "applying topics delta\", for example with \"Too many open files\" (a node "
+            "keeps a file open per partition, and a deleted topic's files until "
+            "log.segment.delete.delay.ms has passed: see `ulimit -n`).")
 
 
 def _describe(exc: BaseException) -> str:
