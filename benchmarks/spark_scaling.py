@@ -45,6 +45,7 @@ from producer_core.distributed.session import spark_session  # noqa: E402
 from producer_core.distributed.spark_runner import SparkRunner  # noqa: E402
 from producer_core.drivers.engine import run  # noqa: E402
 from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir  # noqa: E402
+from producer_core.results.run_facts import run_document  # noqa: E402
 from producer_core.workload.workload import Workload  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -208,7 +209,7 @@ def make_history(root: Path, args: argparse.Namespace) -> list[Path]:
             results = recorder(workload, build_settings([("linger.ms", "5")]), "partition",
                                broker.bootstrap)
             results.broker = f"embedded Tansu broker at {broker.bootstrap}"
-            document = results.to_dict()
+            document = run_document(results, files=True)
             add_facts(document, True)
             path = root / f"ci-{index:02d}"
             write_results_dir(path, document, [results])

@@ -6,78 +6,25 @@ the embedded broker, a fresh broker), and prints a line per probe as it ends, so
 search shows where it is. The answer per mode is `max_sustainable_msgs_per_s`: in the
 table, in the results JSON (`--json`, kind `capacity`, every probe a run), as a gate
 metric (`MODE.max_sustainable_msgs_per_s`), and as a chart (`--out DIR`: capacity.png).
+Its options; what it does is in cli.capacity_steps.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
 from cli.bounded import FiniteFloat
-from cli.client_opts import client_inputs, client_options, finish_settings
-from cli.dashboard import dashboard_option, dashboard_progress, finish_dashboard, open_dashboard
+from cli.client_opts import client_options
+from cli.dashboard_opts import dashboard_option
 from cli.errors import friendly_errors
-from cli.options import lab_options, lab_shape
-from cli.output_mode import output_from_flags, output_options
-from cli.render import console, out
-from cli.results_tables import METRIC, capacity_table
-from cli.run_pipeline import run_pipeline
-from cli.settings_checks import check_fits, check_setting_texts
-from cli.spark_opts import Runner
-from cli.stopping import StopOnSignal
+from cli.lazy_group import guarded_import
+from cli.options import lab_options
+from cli.output_mode import output_options
 from producer_core import bounds
-from producer_core.analysis.capacity import (
-    DEFAULT_MAX_LAG_MS,
-    Capacity,
-    Criteria,
-    Probe,
-    SearchPlan,
-    find_capacity,
-)
-from producer_core.analysis.compare import parse_mode_configs, parse_modes
-from producer_core.analysis.sweep import parse_slo
-from producer_core.config import MODES
-from producer_core.errors import UsageError
-from producer_core.results.results_io import write_json
-from producer_core.results.run_facts import RunFacts, run_document
-from producer_core.workload.workload import Workload
-
-
-def probe_line(mode: str, index: int, probe: Probe) -> str:
-    verdict = "sustained" if probe.ok else "not sustained"
-    return (f"[{mode}] probe {index} ({probe.phase}): {probe.rate:,.0f} msg/s "
-            f"{verdict}: {probe.reason}")
-
-
-def capacity_document(results: dict[str, Capacity], criteria: Criteria,
-                      plan: SearchPlan, rounds: list[tuple[int, Any]],
-                      facts: RunFacts) -> dict[str, Any]:
-    """The results JSON: the search per mode, and every probe as a run (for gate and
-    report), each run stamped with its mode's answer so `MODE.max_sustainable_msgs_per_s`
-    is a gate metric; ``rounds``: each probe's number within its mode and its Results."""
-    answers = {mode: found.max_sustainable_msgs_per_s for mode, found in results.items()}
-    probe_runs = [run_document(result, facts, round=count,
-                               **{METRIC: answers.get(result.mode) or 0.0})
-                  for count, result in rounds]
-    workload = dict(probe_runs[0]["workload"]) if probe_runs else {}
-    workload.update(rate=None, topic=None)  # the probes' rates are the search's
-    return {
-        "schema_version": 1, "kind": "capacity",
-        "modes": list(results), "workload": workload,
-        "capacity": {
-            "slo": criteria.slo_text, "achieved_ratio": criteria.achieved_ratio,
-            "max_lag_ms": criteria.max_lag_ms,
-            "plan": {"start_rate": plan.start_rate, "max_rate": plan.max_rate,
-                     "precision": plan.precision, "repeats": plan.repeats,
-                     "max_probes": plan.max_probes},
-            "modes": {mode: found.as_dict() for mode, found in results.items()},
-        },
-        "runs": probe_runs,
-    } | facts.grouped_fields(probe_runs, broker=False)
+from producer_core.analysis.capacity import DEFAULT_MAX_LAG_MS
 
 
 @click.command("capacity")
@@ -133,14 +80,7 @@ def capacity_document(results: dict[str, Capacity], criteria: Criteria,
               help="Live progress display of each probe (only shown on a terminal).")
 @dashboard_option
 @friendly_errors
-def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
-             precision: float, repeats: int, max_probes: int, max_lag_ms: float,
-             duration: float, warmup: float, partitions: int, message_size: int, keys: int,
-             seed: int, overrides: tuple[str, ...], mode_configs: tuple[str, ...],
-             linger_ms: int | None, bootstrap_servers: str | None,
-             command_config: Path | None, replication_factor: int | None,
-             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
-             progress: bool, **flags: Any) -> None:
+def capacity(**arguments: Any) -> None:
     """Find the highest rate each mode sustains within --slo.
 
     A probe sustains its rate when it achieves it within 1%, its generator lag p99 stays
@@ -148,93 +88,5 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
 
     kbatch capacity --modes partition,broker --slo 'p99<=100ms' --partitions 16
     """
-    dashboard_spec = flags.pop("dashboard")
-    output_from_flags(flags, json_path)
-    shape = lab_shape(flags)
-    slo = parse_slo(slo_text)
-    if start_rate > max_rate:
-        raise UsageError(f"--start-rate {start_rate:g} is above --max-rate {max_rate:g}.")
-    if warmup >= duration:
-        raise UsageError("--warmup must be shorter than --duration (each probe's length).")
-    modes = parse_modes(modes_text, MODES)
-    check_setting_texts([*overrides, *mode_configs])
-    client = client_inputs(command_config, overrides, bootstrap_servers, modes,
-                           replication_factor, topic_configs)
-    mode_runs = [replace(run, settings=finish_settings(run.settings, client)) for run in
-                 parse_mode_configs(modes, client.assignments, mode_configs, linger_ms)]
-    for mode_run in mode_runs:
-        for warning in mode_run.settings.warnings:
-            console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}",
-                          soft_wrap=True)
-    criteria = Criteria(slo.metric, slo.limit_ms, slo.strict, slo.text, max_lag_ms)
-    plan = SearchPlan(start_rate=start_rate, max_rate=max_rate, precision=precision,
-                      repeats=repeats, max_probes=max_probes)
-    stamp = int(time.time() * 1000)
-
-    def workload(mode: str, index: int, rate: float) -> Workload:
-        return Workload(topic=f"kbatch-capacity-{stamp}-{mode}-{index}", partitions=partitions,
-                        rate=rate, duration_s=duration, messages=None,
-                        message_size=message_size, keys=keys, seed=seed, warmup_s=warmup)
-
-    for mode_run in mode_runs:
-        check_fits(workload(mode_run.mode, 0, start_rate), mode_run.settings)
-    open_dashboard(dashboard_spec, "kbatch capacity")
-    runner = Runner()
-    found: dict[str, Capacity] = {}
-    probe_runs: list[dict[str, Any]] = []
-    rounds: list[tuple[int, Any]] = []  # each probe's number within its mode, and Results
-    with StopOnSignal() as stopper, run_pipeline(runner, stopper, client.bootstrap, shape,
-                                                 announce=False) as setup:
-        target = setup.target
-        console.print(f"Searching the highest rate within {slo.text} for "
-                      f"{', '.join(modes)} on {target.description}: probes of "
-                      f"{duration:g} s from {start_rate:,.0f} msg/s.", soft_wrap=True)
-        for mode_run in mode_runs:
-            mode = mode_run.mode
-            count = 0
-
-            def probe(rate: float, mode: str = mode, settings: Any = mode_run.settings
-                      ) -> dict[str, Any]:
-                nonlocal count
-                count += 1
-                if stopper.signum is not None:
-                    raise UsageError("Interrupted: the capacity search stopped.")
-                label = f"[{mode} {rate:,.0f}/s]"
-                dashboard_progress(len(probe_runs), plan.max_probes * len(mode_runs), None,
-                                   f"{mode} at {rate:,.0f} msg/s")
-                with runner.progress(label, progress) as on_progress:
-                    results = setup.run(workload(mode, count, rate), settings, mode,
-                                        target.bootstrap, on_progress, **setup.stop)
-                rounds.append((count, results))
-                document = run_document(results, round=count)
-                probe_runs.append(document)
-                return document
-
-            def on_probe(result: Probe, mode: str = mode) -> None:
-                index = sum(1 for r in probe_runs if r["mode"] == mode)
-                console.print(probe_line(mode, index, result), soft_wrap=True,
-                              highlight=False, markup=False)
-
-            found[mode] = find_capacity(probe, criteria, plan, on_probe)
-            value = found[mode].max_sustainable_msgs_per_s
-            console.print(f"[bold]{mode}[/bold]: "
-                          + ("no rate sustained" if value is None else
-                             f"{value:,.0f} msg/s sustained") + f" ({found[mode].stopped}).",
-                          soft_wrap=True)
-    document = capacity_document(found, criteria, plan, rounds, setup.facts())
-    out.print(capacity_table(document))
-    for mode, result in document["capacity"]["modes"].items():
-        value = result[METRIC]
-        out.print(f"{mode}: max_sustainable_msgs_per_s "
-                  f"{'none' if value is None else f'{value:.0f}'}", highlight=False)
-    if json_path is not None:
-        write_json(json_path, document)
-        console.print(f"Results written to {json_path}.")
-    if out_dir is not None:
-        from cli.capacity_chart import capacity_chart
-
-        out_dir.mkdir(parents=True, exist_ok=True)
-        write_json(out_dir / "capacity.json", document)
-        chart = capacity_chart(document, out_dir / "capacity.png")
-        console.print(f"Results written to {out_dir / 'capacity.json'} and {chart}.")
-    finish_dashboard(document["runs"], out_dir)
+    # the engine, brokers and results: imported to run, not for --help
+    guarded_import("cli.capacity_steps").capacity(**arguments)

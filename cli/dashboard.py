@@ -317,7 +317,7 @@ def finish_dashboard(documents: dict[str, Any] | list[Any] | Path, out_dir: Path
     dashboard = _current
     if dashboard is None:
         return None
-    from cli.report_cmd import write_html_report
+    from cli.report_steps import write_html_report
     from producer_core.results.results_io import RESULTS_FILE, LoadedResults, load_results
 
     if isinstance(documents, Path):

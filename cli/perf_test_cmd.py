@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +34,7 @@ from cli.perf_test_opts import (
     metric_lines,
     perf_test_flag_options,
 )
-from cli.stopping import StopOnSignal, accepts_stop
+from cli.stopping import StopOnSignal
 from cli.txn_opts import transaction_options
 from producer_core.config import MODES, build_settings
 from producer_core.errors import UsageError
@@ -153,9 +152,10 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
     """
     with start_up_signals():  # the run's modules (numpy, aiokafka): not for --help
         from cli.render import console
+        from cli.run_pipeline import run_pipeline
         from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
-        from producer_core.brokers.target import broker_target
-        from producer_core.results.results_io import RunRecorder, write_json
+        from cli.spark_opts import Runner
+        from producer_core.results.results_io import write_json
         from producer_core.results.run_facts import run_document
         from producer_core.workload.workload import Workload
 
@@ -196,12 +196,9 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
     value_bytes = mean_value_bytes(payload, kwargs["message_size"])
     for warning in settings.warnings:
         console.print(f"[yellow]Warning:[/yellow] {warning}", soft_wrap=True)
-    from producer_core.drivers.engine import run as engine_run
-
     with StopOnSignal() as stopper:
-        with broker_target(client.bootstrap) as target:
-            if target.started_in_s is not None:
-                console.print(f"Started {target.description} in {target.started_in_s:.1f} s.")
+        with run_pipeline(Runner(), stopper, client.bootstrap, {}, shared=True) as setup:
+            target = setup.target
             existing = asyncio.run(_existing_partitions(target.bootstrap, settings, topic))
             if existing is not None and partitions not in (None, existing):
                 raise UsageError(f"Topic {topic!r} already exists with {existing} partitions, "
@@ -209,17 +206,13 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
             run_workload = workload(existing or partitions or 1)
             console.print(f"kbatch perf-test: mode {mode}, {target.description}, topic "
                           f"{topic!r} ({run_workload.partitions} partitions).", soft_wrap=True)
-            stopper.stoppable = accepts_stop(engine_run)
-            stop = {"stop": stopper.event} if stopper.stoppable else {}
             started = time.monotonic()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                results = RunRecorder(engine_run)(
-                    run_workload, settings, mode, target.bootstrap,
-                    PerfTestProgress(reporting_ms / 1000.0, value_bytes), **stop)
+            results = setup.run(run_workload, settings, mode, target.bootstrap,
+                                PerfTestProgress(reporting_ms / 1000.0, value_bytes),
+                                **setup.stop)
             results.broker = target.description
             console.print(f"Ran in {time.monotonic() - started:.1f} s.")
-        document = run_document(results, target.facts(), stopped=stopper.signum is not None)
+        document = run_document(results, setup.facts(), stopped=setup.stopped)
     for line in final_lines(document, value_bytes, warmup_records):
         emit(line)
     if print_metrics:

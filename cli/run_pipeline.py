@@ -48,10 +48,11 @@ class RunSetup:
 
 
 def engine_call(engine_run: Any, verify: bool, stopper: StopOnSignal,
-                consume: Any = None) -> tuple[Any, dict]:
+                consume: Any = None, graceful: bool = True) -> tuple[Any, dict]:
     """The run callable (reading back with --verify, or with --consume's consumers, whose
-    read-back then is the verify) and its keyword arguments."""
-    stopper.stoppable = accepts_stop(engine_run)
+    read-back then is the verify) and its keyword arguments (``graceful``: see
+    `run_pipeline`)."""
+    stopper.stoppable = graceful and accepts_stop(engine_run)
     if consume is not None:
         run = consuming(engine_run, consume, verify, lambda text: console.print(
             f"[yellow]{escape(text)}[/yellow]", soft_wrap=True))
@@ -70,18 +71,32 @@ def announce_start(target: BrokerTarget) -> None:
 def run_pipeline(runner: Runner, stopper: StopOnSignal, bootstrap: str | None,
                  shape: dict[str, Any], endpoints: Any = (), *, shared: bool = False,
                  workload: Any = None, verify: bool = False, consume: Any = None,
-                 announce: bool = True) -> Iterator[RunSetup]:
+                 announce: bool = True, graceful: bool = True,
+                 own_brokers: str | None = None) -> Iterator[RunSetup]:
     """Start the target (``shared``: one broker for every run, else Tansu afresh per run,
     see `run_targets`) and the runner; stop both, always, on leaving.
 
     ``workload``: the run's workload, aimed at by ``--fault``; ``verify`` and ``consume``:
-    what reads the topic back. Warnings are silenced while it runs (the results list them)."""
-    with run_targets(bootstrap, shape, endpoints, shared) as (target, on_its_broker), \
+    what reads the topic back. Warnings are silenced while it runs (the results list them).
+
+    ``graceful``: a first signal stops the run in progress and keeps what it did (its
+    results say ``complete: false``); False: a signal interrupts at once (exit 128 +
+    signal), for a sweep, whose finished cells are on disk and whose cell in progress runs
+    again on ``--resume``. ``own_brokers``: each run starts its own brokers where it runs
+    (a sweep's Spark tasks without --bootstrap-servers), described so; none starts here."""
+    with elsewhere(own_brokers) if own_brokers is not None else \
+            run_targets(bootstrap, shape, endpoints, shared) as (target, on_its_broker), \
             runner.open() as engine_run, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if announce:
             announce_start(target)
         if workload is not None:
             aim_faults(target, workload)
-        run, stop = engine_call(engine_run, verify, stopper, consume)
+        run, stop = engine_call(engine_run, verify, stopper, consume, graceful)
         yield RunSetup(target, RunRecorder(on_its_broker(run)), stop, stopper)
+
+
+@contextmanager
+def elsewhere(description: str) -> Iterator[tuple[BrokerTarget, Any]]:
+    """The target of runs that start their own brokers: nothing to start or measure here."""
+    yield BrokerTarget("", description, embedded=True), lambda run: run

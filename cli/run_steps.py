@@ -123,7 +123,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
                 results = setup.run(workload, settings, mode, target.bootstrap,
                                     on_progress, **setup.stop)
             results.broker = target.description
-        payload = run_document(results, setup.facts(), stopped=setup.stopped)
+        facts = setup.facts()
+        payload = run_document(results, facts, stopped=setup.stopped)
         out.print(summary_table(payload))
         if len(payload.get("topics", {})) > 1:
             out.print(topics_table(payload))
@@ -135,13 +136,15 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
         if print_metrics_requested():
             out.print("\n".join(metric_lines(payload)), highlight=False, soft_wrap=True)
         emit_json(json_path, payload, write_json)
-        if out_dir is not None:
+        saved = payload
+        if out_dir is not None:  # the directory's document names its companion files
+            saved = run_document(results, facts, stopped=setup.stopped, files=True)
             clear_results_dir(out_dir)
             console.print(
-                f"Results written to {write_results_dir(out_dir, payload, [results])}.")
+                f"Results written to {write_results_dir(out_dir, saved, [results])}.")
         for warning in payload.get("warnings", []):
             dashboard_warn(f"{mode}: {warning}")
-        finish_dashboard(payload, out_dir)
+        finish_dashboard(saved, out_dir)
     conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None)
 
 
@@ -204,7 +207,8 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                            run_one=recorder, stop=setup.stop.get("stop"))
         stack.close()  # the last progress display, before the broker stops
     with stopper:  # a signal while writing the results: stop at once (the broker is down)
-        document = comparison_document(workload, mode_runs, repeat, rounds, setup.facts(),
+        facts = setup.facts()
+        document = comparison_document(workload, mode_runs, repeat, rounds, facts,
                                        stopped=setup.stopped)
         out.print(comparison_table(document))
         for note in broker_cost_notes(document["runs"]):
@@ -220,13 +224,16 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
             for warning in run_doc.get("warnings", []):
                 console.print(f"[yellow]Warning ({run_doc['mode']}):[/yellow] {warning}")
         emit_json(json_path, document, write_json)
-        if out_dir is not None:
+        saved = document
+        if out_dir is not None:  # the directory's document names its companion files
+            saved = comparison_document(workload, mode_runs, repeat, rounds, facts,
+                                        stopped=setup.stopped, files=True)
             clear_results_dir(out_dir)
-            path = write_results_dir(out_dir, document, recorder.results)
+            path = write_results_dir(out_dir, saved, recorder.results)
             console.print(f"Results written to {path}.")
         if recorder.results:
             for warning in recorder.results[-1].warnings:
                 dashboard_warn(f"{recorder.results[-1].mode}: {warning}")
-        finish_dashboard(document, out_dir)
+        finish_dashboard(saved, out_dir)
     conclude(stopper, document["runs"], allow_failures,
              json_path is not None or out_dir is not None)

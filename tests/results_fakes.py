@@ -48,8 +48,9 @@ def fake_results(mode: str, seed: int = 1, workload: dict | None = None) -> Resu
 
 
 def fake_comparison(modes: tuple[str, ...] = ("partition", "broker"), repeat: int = 1,
-                    ) -> tuple[dict, list[Results]]:
-    """A compare-modes document built by the real compare(), over fake runs."""
+                    files: bool = False) -> tuple[dict, list[Results]]:
+    """A compare-modes document built by the real compare(), over fake runs (``files``:
+    for a results directory, each run naming its companion files)."""
     seeds = iter(range(1, 1000))
 
     def run_one(workload, settings, mode, bootstrap, progress):
@@ -58,7 +59,8 @@ def fake_comparison(modes: tuple[str, ...] = ("partition", "broker"), repeat: in
     recorder = RunRecorder(run_one)
     mode_runs = parse_mode_configs(list(modes), [], [], linger_ms=100)
     document = compare(Workload(topic="t", partitions=8, rate=1000.0, duration_s=2.0),
-                       mode_runs, "127.0.0.1:9092", repeat=repeat, run_one=recorder)
+                       mode_runs, "127.0.0.1:9092", repeat=repeat, run_one=recorder,
+                       files=files)
     document["broker"] = "test cluster"
     add_facts(document, embedded=False, broker="test cluster")
     return document, recorder.results

@@ -100,14 +100,16 @@ def compare(
     run_one: Callable[..., Any] = run,
     stop: threading.Event | None = None,
     facts: RunFacts | None = None,
+    files: bool = False,
 ) -> dict[str, Any]:
-    """Run every mode `repeat` times, interleaved; return the comparison document.
+    """Run every mode `repeat` times, interleaved; return the comparison document
+    (``files``: for a results directory, see `comparison_document`).
 
     Setting `stop` ends the current run early (its results say `complete: false`) and
     starts no further run. Where the facts are known only after the runs (a cluster's
     faults), run them with `run_modes` and build with `comparison_document`."""
     rounds = run_modes(workload, mode_runs, bootstrap, repeat, on_start, run_one, stop)
-    return comparison_document(workload, mode_runs, repeat, rounds, facts)
+    return comparison_document(workload, mode_runs, repeat, rounds, facts, files=files)
 
 
 def run_modes(
@@ -137,11 +139,12 @@ def run_modes(
 
 def comparison_document(workload: Workload, mode_runs: list[ModeRun], repeat: int,
                         rounds: list[tuple[int, Any]], facts: RunFacts | None = None,
-                        stopped: bool = False) -> dict[str, Any]:
+                        stopped: bool = False, files: bool = False) -> dict[str, Any]:
     """The comparison document of `run_modes`' runs, with the run's facts when given;
-    ``stopped``: a signal ended the comparison, so it is not complete."""
-    runs = [run_document(results, facts, round=round_number) for round_number, results
-            in rounds]
+    ``stopped``: a signal ended the comparison, so it is not complete; ``files``: for a
+    results directory, each run names its companion files."""
+    runs = [run_document(results, facts, round=round_number, files=files)
+            for round_number, results in rounds]
     complete = not stopped and len(runs) == repeat * len(mode_runs) and all(
         run.get("complete", True) for run in runs)
     document = {

@@ -6,6 +6,7 @@ continues from what is on disk. No click, no rich: the CLI passes callbacks.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -146,6 +147,8 @@ class SweepRunner:
     out_dir: Path
     bootstrap: str
     run_one: Callable[..., Any]
+    """The engine's run on the sweep's broker; a `RunRecorder` (cli.run_pipeline's) is
+    used as it is, any other callable is recorded here (each Results stamped)."""
     broker: str = ""
     embedded: bool = True
     implementation: str | None = None  # the BrokerTarget's, e.g. kafka or docker
@@ -157,6 +160,9 @@ class SweepRunner:
     (producer_core.distributed.sweep_spark)."""
     runs: list[dict[str, Any]] = field(default_factory=list)
     errors: dict[str, list[str]] = field(default_factory=dict)
+    stop: threading.Event | None = None
+    """Set by a signal: the unit in progress ends early and is not kept (it runs again on
+    --resume), no other starts, and the sweep ends with KeyboardInterrupt (`run_here`)."""
 
     def write(self) -> dict[str, Any]:
         document = build_document(self.plan, self.runs, self.errors) | \
@@ -182,9 +188,9 @@ class SweepRunner:
             if error is not None:
                 self.errors.setdefault(cell.id, []).append(error)
             else:
-                run = run_document(results, round=round_index, cell=cell.id)
-                write_run_files(self.out_dir, run, results)  # its files, before its facts
-                self.runs.append(self.facts.finish(run))
+                run = run_document(results, round=round_index, cell=cell.id, files=True)
+                write_run_files(self.out_dir, run, results)
+                self.runs.append(self.facts.finish(run))  # its files, then its facts
             self.write()
             if self.on_end:
                 self.on_end(cell, round_index, error, seconds)
@@ -198,17 +204,27 @@ class SweepRunner:
 
     def run_here(self, pending: list[tuple[Cell, int]]) -> Iterator[Outcome]:
         """The local executor: one unit after the other in this process."""
-        recorder = RunRecorder(self.run_one)
+        recorder = self.run_one if isinstance(self.run_one, RunRecorder) \
+            else RunRecorder(self.run_one)
+        stop = {"stop": self.stop} if self.stop is not None else {}
         for index, (cell, round_index) in enumerate(pending):
+            self.check_stop()
             progress = self.on_start(cell, round_index, index, len(pending)) \
                 if self.on_start else None
             settings, workload = self.unit(cell, round_index)
             started = time.monotonic()
             try:
-                results = recorder(workload, settings, cell.mode, self.bootstrap, progress)
+                results = recorder(workload, settings, cell.mode, self.bootstrap, progress,
+                                   **stop)
             except Exception as exc:  # one cell failing must not lose the others
                 yield (cell, round_index, None,
                        f"round {round_index}: {type(exc).__name__}: {exc}",
                        time.monotonic() - started)
             else:
+                self.check_stop()  # a unit the signal cut short is not a finished one
                 yield cell, round_index, results, None, time.monotonic() - started
+
+    def check_stop(self) -> None:
+        """End the sweep here once `stop` is set; what finished is on disk already."""
+        if self.stop is not None and self.stop.is_set():
+            raise KeyboardInterrupt("the sweep was stopped by a signal")

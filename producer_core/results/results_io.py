@@ -10,7 +10,8 @@ A results directory holds::
                                          (producer_core.results.request_log)
 
 Each run document names its companion files in ``files`` (paths relative to the
-directory). ``load_results`` reads a directory or any results JSON (including files
+directory, producer_core.results.run_files): it is built with them, before anything is
+written. ``load_results`` reads a directory or any results JSON (including files
 written by ``--json``), checks ``schema_version`` and the schema, and says what is wrong.
 """
 
@@ -29,6 +30,7 @@ from producer_core.errors import UsageError
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metrics import SCHEMA_VERSION, Results
 from producer_core.results.run_facts import RunFacts, host_facts, kbatch_version
+from producer_core.results.run_files import run_group
 from producer_core.results.schema_check import errors as schema_errors
 
 __all__ = [
@@ -148,23 +150,15 @@ def write_json(path: Path, payload: Any) -> None:
     tmp.replace(path)
 
 
-def run_group(run: dict[str, Any]) -> str:
-    """What a run is grouped under: its sweep cell, else its mode."""
-    return run.get("cell") or run["mode"]
-
-
-def run_dir_name(run: dict[str, Any]) -> str:
-    return f"{run_group(run)}-{run.get('round', 1)}"
-
-
 def write_results_dir(out_dir: Path, document: dict[str, Any],
                       results: Sequence[Results]) -> Path:
     """Write results.json and every run's .hgrm, encoded histogram and request log.
 
     ``document`` is a run (``results`` holds its one Results) or a comparison (``results``
-    in the order of ``document['runs']``). Adds ``files`` to each run document. Returns
-    the path of results.json; raises ResultsError (after writing it) if the document does
-    not match the schema.
+    in the order of ``document['runs']``), built for a directory: each run names its
+    companion files (``run_document(..., files=True)``), and they are written where it
+    says. Returns the path of results.json; raises ResultsError (after writing it) if the
+    document does not match the schema.
     """
     runs = document["runs"] if document.get("kind") in GROUPED_KINDS else [document]
     if len(runs) != len(results):
@@ -176,26 +170,26 @@ def write_results_dir(out_dir: Path, document: dict[str, Any],
 
 
 def write_run_files(out_dir: Path, run: dict[str, Any], result: Results) -> None:
-    """One run's .hgrm, encoded histogram and request log; adds ``files`` to ``run``."""
+    """One run's .hgrm, encoded histogram and request log (and, with --consume, its
+    end-to-end histograms), at the paths its document names in ``files``."""
     from producer_core.results.request_log import write_request_log
 
-    name = run_dir_name(run)
-    run_dir = out_dir / "runs" / name
-    run_dir.mkdir(parents=True, exist_ok=True)
+    files = run.get("files")
+    if files is None:
+        raise ValueError("a run document written to a results directory names its files: "
+                         "build it with files=True")
+    paths = {key: out_dir / name for key, name in files.items()}
+    for path in paths.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
     latency = result.metrics.latency
-    (run_dir / "latency.hgrm").write_text(latency.to_hgrm())
-    (run_dir / "latency.hdr").write_text(latency.encode() + "\n")
-    write_request_log(run_dir / "requests.parquet", result, int(run.get("round", 1)))
-    run["files"] = {
-        "latency_hgrm": f"runs/{name}/latency.hgrm",
-        "latency_hdr": f"runs/{name}/latency.hdr",
-        "requests": f"runs/{name}/requests.parquet",
-    }
+    paths["latency_hgrm"].write_text(latency.to_hgrm())
+    paths["latency_hdr"].write_text(latency.encode() + "\n")
+    write_request_log(paths["requests"], result, int(run.get("round", 1)))
+    if ("e2e_latency_hgrm" in paths) != (result.e2e is not None):
+        raise ValueError("a run's e2e files are named exactly when consumers measured it")
     if result.e2e is not None:  # --consume
-        (run_dir / "e2e_latency.hgrm").write_text(result.e2e.to_hgrm())
-        (run_dir / "e2e_latency.hdr").write_text(result.e2e.encode() + "\n")
-        run["files"].update({"e2e_latency_hgrm": f"runs/{name}/e2e_latency.hgrm",
-                             "e2e_latency_hdr": f"runs/{name}/e2e_latency.hdr"})
+        paths["e2e_latency_hgrm"].write_text(result.e2e.to_hgrm())
+        paths["e2e_latency_hdr"].write_text(result.e2e.encode() + "\n")
 
 
 def write_document(out_dir: Path, document: dict[str, Any]) -> Path:

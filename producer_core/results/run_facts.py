@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from producer_core.results.run_files import files_of
+
 if TYPE_CHECKING:
     from producer_core.results.metrics import Results
 
@@ -91,9 +93,12 @@ class RunFacts:
 
 
 def run_document(results: Results, facts: RunFacts | None = None, *, stopped: bool = False,
-                 **extra: Any) -> dict[str, Any]:
-    """One run's document: its measurements, ``extra`` (round, cell, ...) and its facts.
+                 files: bool = False, **extra: Any) -> dict[str, Any]:
+    """One run's document: its measurements, ``extra`` (round, cell, ...), its facts and,
+    for a results directory (``files``), the companion files it names at the end.
 
     ``stopped``: a signal ended the run, so it is not complete whatever it measured."""
     document = {**results.to_dict(), **({"complete": False} if stopped else {}), **extra}
-    return facts.finish(document) if facts is not None else document
+    if facts is not None:
+        document = facts.finish(document)
+    return document | ({"files": files_of(results, extra)} if files else {})

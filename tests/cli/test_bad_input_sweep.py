@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.results.run_facts import run_document
 from tests.cli.sweep_support import run_kbatch
 from tests.results_fakes import fake_comparison, fake_results
 
@@ -96,7 +97,7 @@ def tmp(tmp_path_factory) -> Path:
     (root / "inf.toml").write_text('[[rule]]\ncheck = "partition.requests_sent <= inf"\n')
     (root / "bad.toml").write_text("[[rule]\n")
     run = RunRecorder(lambda: fake_results("partition"))()
-    document = run.to_dict()
+    document = run_document(run, files=True)
     add_facts(document, embedded=False)
     write_results_dir(root / "run", document, [run])
     for name, damage in BAD_RESULTS.items():
@@ -114,12 +115,12 @@ def tmp(tmp_path_factory) -> Path:
     log = next((root / "run_garbage_parquet").rglob("requests.parquet"))
     log.write_bytes(b"PAR1" + b"\x00" * 100 + b"PAR1")
     _issue35_files(root)
-    comparison, results = fake_comparison()
+    comparison, results = fake_comparison(files=True)
     write_results_dir(root / "cmp", comparison, results)
     (root / "afile").write_text("x")
     (root / "other_mode_out").mkdir()
     other = RunRecorder(lambda: fake_results("broker"))()
-    other_doc = other.to_dict()
+    other_doc = run_document(other, files=True)
     add_facts(other_doc, embedded=False)
     write_results_dir(root / "other_mode_out", other_doc, [other])
     return root

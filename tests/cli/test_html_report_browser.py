@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def comparison_dir(tmp_path: Path) -> Path:
     """A compare-modes results directory (partition, broker, none) with intervals."""
     modes = ("partition", "broker", "none")
-    document, results = fake_comparison(modes)
+    document, results = fake_comparison(modes, files=True)
     for run, mode in zip(document["runs"], modes, strict=True):
         run["intervals"] = run_with_intervals(mode)["intervals"]
     out = tmp_path / "cmp"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.results.run_facts import run_document
 from tests.results_fakes import fake_results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +26,7 @@ KBATCH = f"{sys.executable} -m cli.main"
 def saved(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("odd")
     run = RunRecorder(lambda: fake_results("partition"))()
-    document = run.to_dict()
+    document = run_document(run, files=True)
     add_facts(document, embedded=False)
     write_results_dir(root / "run", document, [run])
     (root / "ok.toml").write_text('[[rule]]\ncheck = "partition.requests_sent >= 1"\n')

@@ -12,13 +12,14 @@ import pytest
 from cli.output_paths import check_results_dir, clear_results_dir, writable_file
 from producer_core.errors import UsageError
 from producer_core.results.results_io import RunRecorder, add_facts, load_results, write_results_dir
+from producer_core.results.run_facts import run_document
 from tests.cli.sweep_support import run_kbatch
 from tests.results_fakes import fake_results
 
 
 def saved_run(path: Path, mode: str) -> Path:
     run = RunRecorder(lambda: fake_results(mode))()
-    document = run.to_dict()
+    document = run_document(run, files=True)
     add_facts(document, embedded=False)
     write_results_dir(path, document, [run])
     return path

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from producer_core.brokers.lab.state import LabStateError, lab_process_alive, read_state
 from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.results.run_facts import run_document
 from tests.cli.sweep_support import run_kbatch
 from tests.results_fakes import fake_results
 
@@ -43,7 +44,7 @@ def clean(outcome, allowed=(0, 1, 2)):
 def saved(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("prop35")
     run = RunRecorder(lambda: fake_results("partition"))()
-    document = run.to_dict()
+    document = run_document(run, files=True)
     add_facts(document, embedded=False)
     write_results_dir(root / "run", document, [run])
     (root / "ok.toml").write_text('[[rule]]\ncheck = "partition.requests_sent >= 1"\n')

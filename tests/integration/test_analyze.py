@@ -15,6 +15,7 @@ from producer_core.config import build_settings
 from producer_core.drivers.engine import run
 from producer_core.errors import UsageError
 from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.results.run_facts import run_document
 from producer_core.workload.workload import Workload
 from tests.spark_support import assert_row_reproduces_run, needs_spark
 
@@ -38,14 +39,14 @@ def saved_runs(tansu_broker, tmp_path_factory) -> list[Path]:
     results = recorder(workload, build_settings([("linger.ms", "5")]), "partition",
                        tansu_broker.bootstrap)
     results.broker = f"embedded Tansu broker at {tansu_broker.bootstrap}"
-    document = results.to_dict()
+    document = run_document(results, files=True)
     add_facts(document, True)
     write_results_dir(root / "ci-1", document, [results])
 
     recorder = RunRecorder(run)
     comparison = compare(Workload(topic="analyze-b", partitions=8, rate=2000, duration_s=1.0),
                          parse_mode_configs(["partition", "broker"], [], [], 20),
-                         tansu_broker.bootstrap, run_one=recorder)
+                         tansu_broker.bootstrap, run_one=recorder, files=True)
     comparison["broker"] = f"embedded Tansu broker at {tansu_broker.bootstrap}"
     add_facts(comparison, True, comparison["broker"])
     write_results_dir(root / "ci 2", comparison, recorder.results)

@@ -12,6 +12,7 @@ from cli.gate_cmd import gate
 from cli.report_cmd import report
 from producer_core.analysis.compare import SUMMARY_METRICS
 from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
+from producer_core.results.run_facts import run_document
 from tests.results_fakes import fake_comparison, fake_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -21,10 +22,10 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def saved(tmp_path_factory):
     """A comparison directory (2 rounds) and a single-run directory."""
     root = tmp_path_factory.mktemp("saved")
-    document, results = fake_comparison(repeat=2)
+    document, results = fake_comparison(repeat=2, files=True)
     write_results_dir(root / "cmp", document, results)
     run = RunRecorder(lambda: fake_results("partition"))()
-    run_doc = run.to_dict()
+    run_doc = run_document(run, files=True)
     add_facts(run_doc, embedded=False)
     write_results_dir(root / "run", run_doc, [run])
     return root

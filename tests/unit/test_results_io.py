@@ -20,6 +20,7 @@ from producer_core.results.results_io import (
     validate_document,
     write_results_dir,
 )
+from producer_core.results.run_facts import run_document
 from tests.results_fakes import fake_comparison, fake_results
 
 HEADER = "       Value     Percentile TotalCount 1/(1-Percentile)\n\n"
@@ -33,7 +34,7 @@ FOOTER = re.compile(
 
 def run_dir(tmp_path):
     results = RunRecorder(lambda: fake_results("partition"))()
-    document = results.to_dict()
+    document = run_document(results, files=True)
     add_facts(document, embedded=False)
     write_results_dir(tmp_path, document, [results])
     return document, results
@@ -58,7 +59,7 @@ def test_run_round_trip(tmp_path):
 
 
 def test_comparison_round_trip(tmp_path):
-    document, results = fake_comparison(repeat=2)
+    document, results = fake_comparison(repeat=2, files=True)
     write_results_dir(tmp_path, document, results)
     loaded = load_results(tmp_path)
     assert loaded.kind == "comparison"
@@ -155,7 +156,7 @@ def test_merging_encoded_histograms_equals_histogram_of_union():
 
 
 def test_mode_histogram_merges_rounds_exactly(tmp_path):
-    document, results = fake_comparison(repeat=2)
+    document, results = fake_comparison(repeat=2, files=True)
     write_results_dir(tmp_path, document, results)
     loaded = load_results(tmp_path)
     union = LatencyHistogram()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 import pytest
 
@@ -317,6 +318,47 @@ def test_interrupted_sweep_resumes_with_only_the_missing_runs(tmp_path):
     assert len(document["runs"]) == 8
 
 
+def test_a_stopped_sweep_keeps_out_the_unit_cut_short_and_resumes_it(tmp_path):
+    """A signal sets the stop event (cli.run_pipeline): the run in progress ends early with
+    incomplete results, which are not a finished cell; no other unit starts."""
+    stop = threading.Event()
+    calls: list[str] = []
+    runner = fake_runner(tmp_path, calls)
+
+    def run_one(workload, settings, mode, bootstrap, progress, stop=None):
+        calls.append(workload.topic)
+        results = fake_results(mode, seed=len(calls))
+        if len(calls) == 3:  # Ctrl-C during the third unit: it stops early
+            stop.set()
+            results.metrics.complete = False
+        return results
+
+    runner.run_one, runner.stop = run_one, stop
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(resume=False)
+    assert len(calls) == 3
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [(r["cell"], r["round"]) for r in saved["runs"]] == [
+        ("partition_w5", 1), ("partition_w50", 1)]
+    assert all(r["complete"] for r in saved["runs"])
+    resumed: list[str] = []
+    document = fake_runner(tmp_path, resumed).run(resume=True)
+    assert resumed[0] == "t-broker_w5-1" and len(resumed) == 6
+    assert len(document["runs"]) == 8
+
+
+def test_a_sweep_stopped_before_a_unit_starts_runs_none(tmp_path):
+    stop = threading.Event()
+    stop.set()
+    calls: list[str] = []
+    runner = fake_runner(tmp_path, calls)
+    runner.stop = stop
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(resume=False)
+    assert calls == []
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["runs"] == []
+
+
 def test_resume_refuses_a_different_sweep(tmp_path):
     fake_runner(tmp_path, []).run(resume=False)
     runner = fake_runner(tmp_path, [])
@@ -330,7 +372,7 @@ def test_resume_refuses_a_directory_that_is_not_a_sweep(tmp_path):
     from producer_core.results.results_io import write_results_dir
     from tests.results_fakes import fake_comparison
 
-    document, results = fake_comparison()
+    document, results = fake_comparison(files=True)
     write_results_dir(tmp_path / "out", document, results)
     with pytest.raises(UsageError, match="holds a comparison, not a sweep"):
         fake_runner(tmp_path, []).run(resume=True)
