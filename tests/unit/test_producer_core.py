@@ -213,7 +213,7 @@ def test_partitions_join_before_their_first_batch_then_commit() -> None:
         rig.answer(send, 0.004)
     rig.producer.begin_transaction_end(1.0)
     assert rig.producer.flushing and rig.producer.idle
-    assert rig.producer.transaction_flushed(1.0) == [EndTransaction(True, 7, 0)]
+    assert rig.producer.finish_transaction(1.0) == [EndTransaction(True, 7, 0)]
     assert rig.producer.handle(TransactionEnded(True), 1.002) == []
     txn = rig.producer.txn
     assert txn is not None and txn.stats.committed == 1 and txn.stats.records == [2]
@@ -229,7 +229,7 @@ def test_an_aborted_transaction_moves_its_records_from_acknowledged_to_aborted()
     [send] = sends(rig.tick(0.001))
     rig.answer(send, 0.003)
     rig.producer.begin_transaction_end(1.0)
-    [end] = rig.producer.transaction_flushed(1.0)
+    [end] = rig.producer.finish_transaction(1.0)
     assert end == EndTransaction(False, 7, 0)
     rig.producer.handle(TransactionEnded(False), 1.001)
     m = rig.metrics
@@ -240,7 +240,7 @@ def test_an_aborted_transaction_moves_its_records_from_acknowledged_to_aborted()
 def test_an_empty_transaction_ends_without_end_txn() -> None:
     rig = Rig.build(transactional=True)
     rig.producer.begin_transaction_end(1.0)
-    assert rig.producer.transaction_flushed(1.0) == []
+    assert rig.producer.finish_transaction(1.0) == []
     assert rig.producer.txn is not None and rig.producer.txn.number == 2
 
 
