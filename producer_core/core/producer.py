@@ -366,6 +366,8 @@ class Producer:
 
     def send_ready(self, now: float) -> list[Command]:
         """Ask the policy what to send now and turn each plan into a request."""
+        if self._opening is not None:  # no producer id yet: nothing may go
+            return []
         plans = self.policy.poll(now, PollContext(
             self.sender.free_slots(self.brokers), self.backlog, self.memory_exhausted,
             self.flushing))
