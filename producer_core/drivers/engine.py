@@ -21,34 +21,11 @@ from typing import Any
 from aiokafka.errors import KafkaConnectionError
 
 from producer_core.config import ProducerSettings
-from producer_core.core.linger.base import Reporting
-from producer_core.core.producer import (
-    AddPartitions,
-    CloseConnection,
-    Command,
-    CoordinatorFound,
-    EndTransaction,
-    FindCoordinator,
-    InitProducerId,
-    MetadataFailed,
-    MetadataUpdated,
-    PartitionsAdded,
-    ProducerIdAssigned,
-    ProducerIdFailed,
-    RefreshMetadata,
-    RequestFailed,
-    RequestWritten,
-    ResponseReceived,
-    Send,
-    SendFailed,
-    TransactionEnded,
-    TransactionFailed,
-    Wake,
-)
-from producer_core.drivers.engine_parts import build_parts, transactional_id
+from producer_core.core import producer as core
+from producer_core.drivers.engine_parts import build_parts, engine_results, transactional_id
 from producer_core.drivers.gc_quiet import quiet_gc
 from producer_core.drivers.precise_loop import new_event_loop
-from producer_core.drivers.run_checks import check_message_fits, run_warnings
+from producer_core.drivers.run_checks import check_message_fits
 from producer_core.drivers.run_control import RunControl
 from producer_core.drivers.run_types import (  # re-exported: callers import them from here
     PROGRESS_INTERVAL_S,
@@ -62,14 +39,15 @@ from producer_core.drivers.run_types import (  # re-exported: callers import the
 from producer_core.errors import BrokerError
 from producer_core.modes import mode as mode_spec
 from producer_core.results.intervals import IntervalRecorder, engine_live, expected_run_s
-from producer_core.results.metrics import Results, RunMetrics, Section
+from producer_core.results.metrics import Results, RunMetrics
 from producer_core.transport.produce_wire import ProduceRequest
 from producer_core.transport.transport import Cluster
 from producer_core.transport.txn_rpc import Coordinator
 from producer_core.workload.workload import Workload
 
-COORDINATOR_APIS = {FindCoordinator: "FindCoordinator", AddPartitions: "AddPartitionsToTxn",
-                    EndTransaction: "EndTxn"}
+CoordinatorCommand = core.FindCoordinator | core.AddPartitions | core.EndTransaction
+COORDINATOR_APIS = {core.FindCoordinator: "FindCoordinator",
+                    core.AddPartitions: "AddPartitionsToTxn", core.EndTransaction: "EndTxn"}
 
 
 class Engine:
@@ -201,40 +179,42 @@ class Engine:
         return task
 
     # ------------------------------------------------------------ commands
-    def _execute(self, commands: list[Command]) -> None:
+    def _execute(self, commands: list[core.Command]) -> None:
         """Carry out the producer's commands (I/O only: every decision is made)."""
         for command in commands:
-            if isinstance(command, Send):
+            if isinstance(command, core.Send):
                 self._write(command)
-            elif isinstance(command, Wake):
+            elif isinstance(command, core.Wake):
                 self._wake()
-            elif isinstance(command, CloseConnection):
+            elif isinstance(command, core.CloseConnection):
                 self.cluster.close_connection(command.broker)
-            elif isinstance(command, RefreshMetadata):
+            elif isinstance(command, core.RefreshMetadata):
                 self._spawn(self._refresh_leaders())
-            elif isinstance(command, InitProducerId):
+            elif isinstance(command, core.InitProducerId):
                 self._spawn(self._init_producer_id(command))
-            elif isinstance(command, FindCoordinator | AddPartitions | EndTransaction):
+            elif isinstance(command, CoordinatorCommand):
                 self._spawn(self._ask_coordinator(command))
             else:
                 raise TypeError(f"the engine cannot execute {command!r}")
 
-    def _feed(self, event: Any) -> None:
-        self._wake()
+    def _handle(self, event: core.Event) -> None:
         self._execute(self.producer.handle(event, self.loop.time()))
 
-    def _write(self, command: Send) -> None:
+    def _feed(self, event: core.Event) -> None:
+        """An event from another task: the loop wakes to act on it."""
+        self._wake()
+        self._handle(event)
+
+    def _write(self, command: core.Send) -> None:
         request = ProduceRequest(self.transactional_id, self.settings.acks,
                                  int(self.settings.request_timeout_s * 1000), command.topics)
         try:
             future = self.cluster.send(command.broker, request,
                                        expect_response=command.expect_response)
         except Exception as exc:  # noqa: BLE001 - not written: the producer retries
-            self._execute(self.producer.handle(SendFailed(command.request_id, _reason(exc)),
-                                               self.loop.time()))
+            self._handle(core.SendFailed(command.request_id, _reason(exc)))
             return
-        self._execute(self.producer.handle(RequestWritten(command.request_id),
-                                           self.loop.time()))
+        self._handle(core.RequestWritten(command.request_id))
         task = self._spawn(future)
         request_id = command.request_id
 
@@ -244,16 +224,16 @@ class Engine:
                 return  # the run is over
             exc = task.exception()  # retrieved even when unused: asyncio would log it
             if exc is not None:
-                self._feed(RequestFailed(request_id, _reason(exc)))
+                self._feed(core.RequestFailed(request_id, _reason(exc)))
                 return
             response = task.result()
-            self._feed(ResponseReceived(
+            self._feed(core.ResponseReceived(
                 request_id, None if response is None else response.topics,
                 0 if response is None else getattr(response, "throttle_time_ms", 0) or 0))
 
         task.add_done_callback(done)
 
-    async def _init_producer_id(self, command: InitProducerId) -> None:
+    async def _init_producer_id(self, command: core.InitProducerId) -> None:
         try:
             if command.transactional_id is not None:
                 assert self.coordinator is not None
@@ -263,35 +243,35 @@ class Engine:
                 producer_id, epoch = await self.cluster.init_producer_id(
                     command.producer_id, command.epoch)
         except BrokerError as exc:  # the broker answered: refused
-            self._feed(ProducerIdFailed(str(exc), refused=True))
+            self._feed(core.ProducerIdFailed(str(exc), refused=True))
             return
         except Exception as exc:  # noqa: BLE001 - no answer: the core decides what next
-            self._feed(ProducerIdFailed(_reason(exc), refused=False))
+            self._feed(core.ProducerIdFailed(_reason(exc), refused=False))
             return
-        self._feed(ProducerIdAssigned(producer_id, epoch))
+        self._feed(core.ProducerIdAssigned(producer_id, epoch))
 
-    async def _ask_coordinator(
-            self, command: FindCoordinator | AddPartitions | EndTransaction) -> None:
+    async def _ask_coordinator(self, command: CoordinatorCommand) -> None:
         """A transaction coordinator request (its retries are `Coordinator`'s)."""
-        event: Any
+        event: core.Event
         try:
-            if isinstance(command, FindCoordinator):
+            if isinstance(command, core.FindCoordinator):
                 self.coordinator = Coordinator(self.cluster, command.transactional_id)
-                event = CoordinatorFound(await self.coordinator.find())
-            elif isinstance(command, AddPartitions):
+                event = core.CoordinatorFound(await self.coordinator.find())
+            elif isinstance(command, core.AddPartitions):
                 assert self.coordinator is not None
                 await self.coordinator.add_partitions(command.producer_id, command.epoch,
                                                       command.partitions)
-                event = PartitionsAdded()
+                event = core.PartitionsAdded()
             else:
                 assert self.coordinator is not None
                 await self.coordinator.end(command.producer_id, command.epoch, command.commit)
-                event = TransactionEnded(command.commit)
+                event = core.TransactionEnded(command.commit)
         except BrokerError as exc:
-            event = TransactionFailed(exc)
+            event = core.TransactionFailed(exc)
         except Exception as exc:  # noqa: BLE001 - no answer: the producer cannot go on
             api = COORDINATOR_APIS[type(command)]
-            event = TransactionFailed(BrokerError(f"{api} got no answer ({_reason(exc)})."))
+            event = core.TransactionFailed(
+                BrokerError(f"{api} got no answer ({_reason(exc)})."))
         self._feed(event)
 
     async def _refresh_leaders(self) -> None:
@@ -308,49 +288,24 @@ class Engine:
                     await self.cluster.connection(broker)
                     brokers.add(broker)
         except Exception as exc:  # noqa: BLE001 - the core asks again after a backoff
-            self._feed(MetadataFailed(_reason(exc)))
+            self._feed(core.MetadataFailed(_reason(exc)))
             return
-        self._feed(MetadataUpdated(leaders, frozenset(brokers)))
+        self._feed(core.MetadataUpdated(leaders, frozenset(brokers)))
 
     # -------------------------------------------------------------- results
     async def _report_progress(self) -> None:
         assert self.on_progress is not None
         while True:
             await asyncio.sleep(PROGRESS_INTERVAL_S)
-            m = self.metrics
-            self.on_progress(Progress(
-                elapsed_s=max(0.0, self.loop.time() - self.start),
-                generated=m.messages_generated,
-                acknowledged=m.messages_acked,
-                failed=m.messages_failed,
-                in_flight_requests=len(self.producer.sender.in_flight),
-                requests_sent=len(m.requests),
-                p99_ms=m.latency.percentile_ms(99) if m.latency.count else 0.0,
-                target_messages=self._intended,
-                generator_lag_p99_ms=m.generator_lag.percentile_ms(99)
-                if m.generator_lag.count else 0.0,
-            ))
+            self.on_progress(Progress.of_metrics(
+                self.metrics, self.loop.time() - self.start,
+                len(self.producer.sender.in_flight), self._intended))
 
     def _results(self, end: float) -> Results:
-        warnings = run_warnings(self.metrics, self.workload, "buffer.memory")
-        warnings.extend(self.settings.warnings)
-        producer = self.producer
-        state = producer.sender.id
-        self.metrics.idempotence = {
-            "enabled": self.settings.idempotent, "producer_id": state.producer_id,
-            "producer_epoch": state.epoch, "epoch_bumps": state.epoch_bumps,
-        }
-        policy = producer.policy
-        collector = policy.stats() if isinstance(policy, Reporting) else None
-        txn = producer.txn
-        return Results.of_run(
-            self.mode, self.workload, self.settings.as_dict(), self.cluster.bootstrap,
-            self.metrics, start=self.start, end=end, intended=self._intended,
-            warnings=warnings,
-            policy=Section(policy.stats_key, collector) if collector else None,
-            transactions=(txn.as_dict(self.coordinator.sent)
-                          if txn is not None and self.coordinator is not None else None),
-        )
+        sent = None if self.coordinator is None else self.coordinator.sent
+        return engine_results(self.producer, self.mode, self.workload, self.settings,
+                              self.cluster.bootstrap, start=self.start, end=end,
+                              intended=self._intended, coordinator_sent=sent)
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,24 +1,27 @@
 """The parts of one engine run, wired from the workload, the settings and the cluster's
 leaders: accumulator, linger policy, sender, transactions, ledger, the `Producer` core
-around them, and the load `Generator`. Wiring only (no I/O, no decisions), kept out of the
-asyncio shell (`engine.py`) so that the shell only does I/O."""
+around them, and the load `Generator`; and the run's `Results` read from them at the end.
+Wiring only (no I/O, no decisions), kept out of the asyncio shell (`engine.py`) so that
+the shell only does I/O."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from producer_core.config import ProducerSettings
 from producer_core.core.accumulator import Accumulator, TopicPartition
 from producer_core.core.ledger import Delivery, Ledger
+from producer_core.core.linger.base import Reporting
 from producer_core.core.memory import BatchMemory, BlockedGenerator
 from producer_core.core.producer import Producer, ProducerConfig
 from producer_core.core.sender import Sender, SenderConfig
 from producer_core.core.transactions import TransactionConfig, Transactions
 from producer_core.drivers.generator import Generator
-from producer_core.drivers.run_checks import largest_record
+from producer_core.drivers.run_checks import largest_record, run_warnings
 from producer_core.modes import make_policy
 from producer_core.modes import mode as mode_spec
-from producer_core.results.metrics import RunMetrics
+from producer_core.results.metrics import Results, RunMetrics, Section
 from producer_core.workload.partitioners import Partitioning
 from producer_core.workload.workload import Workload
 
@@ -83,3 +86,30 @@ def build_parts(workload: Workload, settings: ProducerSettings, mode: str,
         brokers=brokers)
     return EngineParts(producer, generator,
                        BlockedGenerator(settings["max.block.ms"] / 1000.0, metrics))
+
+
+def engine_results(producer: Producer, mode: str, workload: Workload,
+                   settings: ProducerSettings, bootstrap: str, *, start: float, end: float,
+                   intended: int | None, coordinator_sent: Mapping[str, int] | None
+                   ) -> Results:
+    """The run's Results: its metrics, the producer id it ended with, the policy's
+    figures and, for a transactional run, the transactions' (`coordinator_sent`: the
+    coordinator requests sent, retries included)."""
+    metrics = producer.ledger.metrics
+    warnings = run_warnings(metrics, workload, "buffer.memory")
+    warnings.extend(settings.warnings)
+    state = producer.sender.id
+    metrics.idempotence = {
+        "enabled": settings.idempotent, "producer_id": state.producer_id,
+        "producer_epoch": state.epoch, "epoch_bumps": state.epoch_bumps,
+    }
+    policy = producer.policy
+    collector = policy.stats() if isinstance(policy, Reporting) else None
+    txn = producer.txn
+    return Results.of_run(
+        mode, workload, settings.as_dict(), bootstrap, metrics, start=start, end=end,
+        intended=intended or 0, warnings=warnings,
+        policy=Section(policy.stats_key, collector) if collector else None,
+        transactions=(txn.as_dict(coordinator_sent)
+                      if txn is not None and coordinator_sent is not None else None),
+    )

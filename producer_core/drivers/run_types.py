@@ -18,7 +18,7 @@ from producer_core.core.ledger import Delivery
 
 if TYPE_CHECKING:
     from producer_core.config import ProducerSettings
-    from producer_core.results.metrics import Results
+    from producer_core.results.metrics import Results, RunMetrics
     from producer_core.workload.workload import Workload
 
 PROGRESS_INTERVAL_S = 0.25
@@ -47,6 +47,20 @@ class Progress:
     target_messages: int | None
     generator_lag_p99_ms: float | None = None
     """How late the generator is against the rate schedule (None: the driver cannot tell)."""
+
+    @classmethod
+    def of_metrics(cls, metrics: RunMetrics, elapsed_s: float, in_flight_requests: int,
+                   target_messages: int | None) -> Progress:
+        """A snapshot of a driver that keeps every figure in its `RunMetrics` as it runs."""
+        m = metrics
+        return cls(
+            elapsed_s=max(0.0, elapsed_s), generated=m.messages_generated,
+            acknowledged=m.messages_acked, failed=m.messages_failed,
+            in_flight_requests=in_flight_requests, requests_sent=len(m.requests),
+            p99_ms=m.latency.percentile_ms(99) if m.latency.count else 0.0,
+            target_messages=target_messages,
+            generator_lag_p99_ms=m.generator_lag.percentile_ms(99)
+            if m.generator_lag.count else 0.0)
 
 
 class RunDriver(Protocol):
