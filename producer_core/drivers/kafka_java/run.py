@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from producer_core.client_properties import java_producer_passthrough
 from producer_core.config import ProducerSettings
+from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.generator import ClientBatching, Generator
 from producer_core.drivers.kafka_java import protocol
 from producer_core.drivers.kafka_java.driver import Driver, prepare
@@ -54,7 +55,6 @@ from producer_core.results.metrics import (
     TopicMetrics,
 )
 from producer_core.security import redact, scrub
-from producer_core.transport.transport import ensure_topics
 from producer_core.workload.workload import Workload
 
 HELLO_TIMEOUT_S = 60.0
@@ -465,11 +465,4 @@ async def run_async(
                        "the Java producer's max.request.size")
     driver = await asyncio.to_thread(prepare)
     runner = KafkaJavaRun(workload, settings, bootstrap, driver, on_progress, deliveries)
-    if stop is not None:
-        runner.stop = stop
-    await ensure_topics(bootstrap, settings, runner.specs)
-    try:
-        return await asyncio.to_thread(runner.run)
-    except asyncio.CancelledError:
-        runner.abort()
-        raise
+    return await run_in_thread(runner, bootstrap, settings, stop, abort=runner.abort)
