@@ -11,10 +11,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from producer_core.drivers.run_types import RunCall
 from producer_core.transport.transport import ensure_topics
 
 if TYPE_CHECKING:
-    from producer_core.config import ProducerSettings
     from producer_core.results.metrics import Results
 
 
@@ -27,12 +27,13 @@ class ClientRun(Protocol):
     def run(self) -> Results: ...
 
 
-async def run_in_thread(runner: ClientRun, bootstrap: str, settings: ProducerSettings,
-                        stop: threading.Event | None, abort: Callable[[], None]) -> Results:
-    """Run `runner` in a worker thread; `abort` stops the client when the caller cancels."""
-    if stop is not None:
-        runner.stop = stop
-    await ensure_topics(bootstrap, settings, runner.specs)
+async def run_in_thread(runner: ClientRun, call: RunCall, abort: Callable[[], None]
+                        ) -> Results:
+    """Run `runner` for `call` in a worker thread; `abort` stops the client when the
+    caller cancels."""
+    if call.stop is not None:
+        runner.stop = call.stop
+    await ensure_topics(call.bootstrap, call.settings, runner.specs)
     try:
         return await asyncio.to_thread(runner.run)
     except asyncio.CancelledError:

@@ -13,10 +13,11 @@ ends up in a `Results`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ParamSpec
 
 from aiokafka.errors import KafkaConnectionError
 
@@ -34,7 +35,9 @@ from producer_core.drivers.run_types import (  # re-exported: callers import the
     STOP_GRACE_S,
     Delivery,
     Progress,
+    RunCall,
     phased_start,
+    run_driver,
 )
 from producer_core.errors import BrokerError
 from producer_core.modes import mode as mode_spec
@@ -45,6 +48,7 @@ from producer_core.transport.transport import Cluster
 from producer_core.transport.txn_rpc import Coordinator
 from producer_core.workload.workload import Workload
 
+P = ParamSpec("P")
 CoordinatorCommand = core.FindCoordinator | core.AddPartitions | core.EndTransaction
 COORDINATOR_APIS = {core.FindCoordinator: "FindCoordinator",
                     core.AddPartitions: "AddPartitionsToTxn", core.EndTransaction: "EndTxn"}
@@ -316,38 +320,31 @@ def _reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-async def run_async(
-    workload: Workload,
-    settings: ProducerSettings,
-    mode: str,
-    bootstrap: str,
-    on_progress: Callable[[Progress], None] | None = None,
-    deliveries: list[Delivery] | None = None,
-    stop: threading.Event | None = None,
-) -> Results:
+@run_driver
+async def run_async(call: RunCall) -> Results:
     """Run one workload in one mode against the cluster at `bootstrap`. Setting `stop`
     ends the run early (see README, 'Delivery'); its Results say `complete: false`."""
-    driver = mode_spec(mode).load_driver()  # another client (librdkafka, kafka-java)
+    driver = mode_spec(call.mode).load_driver()  # another client (librdkafka, kafka-java)
     if driver is not None:
-        return await driver(workload, settings, mode, bootstrap, on_progress, deliveries, stop)
-    cluster = Cluster.for_settings(bootstrap, settings)
-    engine = Engine(workload, settings, mode, cluster, on_progress, deliveries, stop)
-    return await engine.run()
+        return await call.on(driver)
+    cluster = Cluster.for_settings(call.bootstrap, call.settings)
+    return await Engine(call.workload, call.settings, call.mode, cluster, call.on_progress,
+                        call.deliveries, call.stop).run()
 
 
-def run(
-    workload: Workload,
-    settings: ProducerSettings,
-    mode: str,
-    bootstrap: str,
-    on_progress: Callable[[Progress], None] | None = None,
-    deliveries: list[Delivery] | None = None,
-    stop: threading.Event | None = None,
-) -> Results:
-    """The engine as a library call: `run(workload, settings, mode, bootstrap) -> Results`.
+def _blocking(run_async: Callable[P, Awaitable[Results]]) -> Callable[P, Results]:
+    def run(*args: P.args, **kwargs: P.kwargs) -> Results:
+        """The engine as a library call: `run(workload, settings, mode, bootstrap,
+        on_progress=None, deliveries=None, stop=None) -> Results` (a `RunDriver` call
+        that blocks until the run ends).
 
-    On a loop with microsecond timers (`precise_loop`): linger deadlines and message due
-    times are met to the microsecond, not rounded up to the next millisecond."""
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        return runner.run(
-            run_async(workload, settings, mode, bootstrap, on_progress, deliveries, stop))
+        On a loop with microsecond timers (`precise_loop`): linger deadlines and message
+        due times are met to the microsecond, not rounded up to the next millisecond."""
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            return runner.run(run_async(*args, **kwargs))
+
+    functools.update_wrapper(run, run_async, assigned=(), updated=())  # its signature
+    return run
+
+
+run = _blocking(run_async)

@@ -60,6 +60,8 @@ from producer_core.drivers.run_types import (
     STOP_GRACE_S,
     Delivery,
     Progress,
+    RunCall,
+    run_driver,
 )
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.modes.librdkafka import create_producer, librdkafka_config, shown_config
@@ -518,18 +520,11 @@ def _check_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings
     check_message_fits(specs, limit, "librdkafka's message.max.bytes")
 
 
-async def run_async(
-    workload: Workload,
-    settings: ProducerSettings,
-    mode: str,
-    bootstrap: str,
-    on_progress: Callable[[Progress], None] | None = None,
-    deliveries: list[Delivery] | None = None,
-    stop: threading.Event | None = None,
-) -> Results:
+@run_driver
+async def run_async(call: RunCall) -> Results:
     """Run one workload through librdkafka; the same call and Results as the engine's."""
-    _check_message_fits(workload.topic_specs(), settings)
-    runner = LibrdkafkaRun(workload, settings, bootstrap, on_progress, deliveries)
-    return await run_in_thread(runner, bootstrap, settings, stop,
-                               abort=lambda: runner.stop.set())
+    _check_message_fits(call.workload.topic_specs(), call.settings)
+    runner = LibrdkafkaRun(call.workload, call.settings, call.bootstrap, call.on_progress,
+                           call.deliveries)
+    return await run_in_thread(runner, call, abort=lambda: runner.stop.set())
 

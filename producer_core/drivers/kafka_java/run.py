@@ -41,7 +41,9 @@ from producer_core.drivers.run_types import (
     START_LEAD_S,
     Delivery,
     Progress,
+    RunCall,
     phased_start,
+    run_driver,
 )
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.modes.kafka_java_settings import java_properties
@@ -449,20 +451,14 @@ class KafkaJavaRun:
         )
 
 
-async def run_async(
-    workload: Workload,
-    settings: ProducerSettings,
-    mode: str,
-    bootstrap: str,
-    on_progress: Callable[[Progress], None] | None = None,
-    deliveries: list[Delivery] | None = None,
-    stop: threading.Event | None = None,
-) -> Results:
+@run_driver
+async def run_async(call: RunCall) -> Results:
     """Run one workload through the Java producer; the same call and Results as the engine's.
 
     `stop`, when set, ends the run early (as cancelling it does)."""
-    check_message_fits(workload.topic_specs(), settings.max_request_size,
+    check_message_fits(call.workload.topic_specs(), call.settings.max_request_size,
                        "the Java producer's max.request.size")
     driver = await asyncio.to_thread(prepare)
-    runner = KafkaJavaRun(workload, settings, bootstrap, driver, on_progress, deliveries)
-    return await run_in_thread(runner, bootstrap, settings, stop, abort=runner.abort)
+    runner = KafkaJavaRun(call.workload, call.settings, call.bootstrap, driver,
+                          call.on_progress, call.deliveries)
+    return await run_in_thread(runner, call, abort=runner.abort)
