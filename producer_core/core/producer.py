@@ -146,7 +146,8 @@ class TransactionEnded:
 
 @dataclass(frozen=True)
 class MetadataUpdated:
-    """Leaders per slot, and the brokers now connected."""
+    """Leaders per slot (-1: none), and the brokers now connected. Metadata that misses
+    partitions is asked again, as a failure is."""
 
     leaders: list[int]
     brokers: frozenset[int] = frozenset()
@@ -412,6 +413,8 @@ class Producer:
             return []
         if isinstance(event, MetadataUpdated):
             self._refreshing = False
+            if len(event.leaders) != len(self.leaders):  # missing partitions: ask again
+                return self.handle(MetadataFailed("metadata is missing partitions"), now)
             self.brokers.update(event.brokers)
             self.leaders[:] = event.leaders
             self.policy.set_leaders(self.leaders)

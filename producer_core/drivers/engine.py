@@ -284,17 +284,13 @@ class Engine:
             names = [spec.name for spec in self.workload.topic_specs()]
             view = await self.cluster.refresh_metadata(names)
             leaders = [leader for name in names for leader in view.leaders.get(name, [])]
-            if len(leaders) != len(self.producer.leaders):
-                raise BrokerError("metadata is missing partitions; asking again")
-            brokers = set()
-            for broker in set(leaders):
-                if broker >= 0:
-                    await self.cluster.connection(broker)
-                    brokers.add(broker)
+            brokers = frozenset(leader for leader in leaders if leader >= 0)
+            for broker in brokers:
+                await self.cluster.connection(broker)
         except Exception as exc:  # noqa: BLE001 - the core asks again after a backoff
             self._feed(core.MetadataFailed(_reason(exc)))
             return
-        self._feed(core.MetadataUpdated(leaders, frozenset(brokers)))
+        self._feed(core.MetadataUpdated(leaders, brokers))
 
     # -------------------------------------------------------------- results
     async def _report_progress(self) -> None:

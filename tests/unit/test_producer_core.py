@@ -19,6 +19,7 @@ from producer_core.core.producer import (
     EndTransaction,
     FindCoordinator,
     InitProducerId,
+    MetadataUpdated,
     PartitionsAdded,
     Producer,
     ProducerConfig,
@@ -118,6 +119,26 @@ def sends(commands: list[Command]) -> list[Send]:
 
 def only(commands: list[Command], kind: type) -> list:
     return [c for c in commands if isinstance(c, kind)]
+
+
+# ------------------------------------------------------------------ metadata
+def test_metadata_missing_partitions_is_asked_again_after_the_backoff() -> None:
+    rig = Rig.build()
+    rig.append(0, now=0.0)
+    [send] = sends(rig.tick(0.0))
+    rig.answer(send, 0.002, code=6)  # NOT_LEADER_OR_FOLLOWER: re-read the leaders
+    [refresh] = only(rig.commands, RefreshMetadata)
+    assert refresh == RefreshMetadata()
+    rig.producer.handle(MetadataUpdated([2, 1, 2], frozenset({1, 2})), 0.003)
+    assert rig.producer.leaders == [1, 1, 2, 2]  # three of four partitions: not taken
+    early = rig.tick(0.0125)
+    assert only(early, RefreshMetadata) == []  # asked again after retry.backoff.ms
+    assert only(rig.tick(0.0131), RefreshMetadata) == [RefreshMetadata()]
+    rig.producer.handle(MetadataUpdated([2, 2, 1, 1], frozenset({1, 2, 3})), 0.014)
+    assert rig.producer.leaders == [2, 2, 1, 1] and rig.producer.brokers == {1, 2, 3}
+    for send in sends(early + rig.tick(0.02)):
+        rig.answer(send, 0.022)
+    assert rig.metrics.messages_acked == 1
 
 
 # ---------------------------------------------------------------- the session
