@@ -21,7 +21,6 @@ from typing import Any, ParamSpec
 
 from aiokafka.errors import KafkaConnectionError
 
-from producer_core.config import ProducerSettings
 from producer_core.core import producer as core
 from producer_core.drivers.engine_parts import build_parts, engine_results, transactional_id
 from producer_core.drivers.gc_quiet import quiet_gc
@@ -33,7 +32,6 @@ from producer_core.drivers.run_types import (  # re-exported: callers import the
     START_LEAD_S,
     STOP_CHECK_S,
     STOP_GRACE_S,
-    Delivery,
     Progress,
     RunCall,
     phased_start,
@@ -46,7 +44,6 @@ from producer_core.results.metrics import Results, RunMetrics
 from producer_core.transport.produce_wire import ProduceRequest
 from producer_core.transport.transport import Cluster
 from producer_core.transport.txn_rpc import Coordinator
-from producer_core.workload.workload import Workload
 
 P = ParamSpec("P")
 CoordinatorCommand = core.FindCoordinator | core.AddPartitions | core.EndTransaction
@@ -58,27 +55,14 @@ class Engine:
     """One run of one workload in one mode against one cluster: the I/O around a
     `Producer` and its `RunControl`."""
 
-    def __init__(
-        self,
-        workload: Workload,
-        settings: ProducerSettings,
-        mode: str,
-        cluster: Cluster,
-        on_progress: Callable[[Progress], None] | None = None,
-        deliveries: list[Delivery] | None = None,
-        stop: threading.Event | None = None,
-    ) -> None:
-        self.workload = workload
-        self.settings = settings
-        self.mode = mode
+    def __init__(self, call: RunCall, cluster: Cluster) -> None:
+        self.call = call
+        self.workload, self.settings = call.workload, call.settings
         self.cluster = cluster
-        self.on_progress = on_progress
-        self.deliveries = deliveries
-        self.stop = stop
         self.metrics = RunMetrics()
         self.loop = asyncio.get_event_loop()
         self.start = 0.0
-        self.transactional_id = transactional_id(workload, settings)
+        self.transactional_id = transactional_id(call.workload, call.settings)
         """The id ProduceRequests carry (a share of a distributed run adds its index)."""
         self.coordinator: Coordinator | None = None
         self._wake_event = asyncio.Event()
@@ -98,8 +82,8 @@ class Engine:
         for broker in {leader for spec in specs for leader in view.leaders[spec.name]}:
             await self.cluster.connection(broker)
             brokers.add(broker)
-        parts = build_parts(self.workload, self.settings, self.mode, view.leaders, brokers,
-                            self.metrics, self.deliveries)
+        parts = build_parts(self.workload, self.settings, self.call.mode, view.leaders,
+                            brokers, self.metrics, self.call.deliveries)
         self.producer = parts.producer
         self.control = RunControl(
             parts.producer, parts.generator, parts.blocked, self.loop.time, self._execute,
@@ -127,14 +111,15 @@ class Engine:
                 await asyncio.sleep(max(0.0, self.start - self.loop.time()))
             control.begin(self.start, self.workload.warmup_s)
             self._intended = control.generator.intended_total()
-            if self.on_progress is not None:
-                progress_task = asyncio.ensure_future(self._report_progress())
-            intervals = IntervalRecorder.for_callback(self.on_progress,
+            if self.call.on_progress is not None:
+                progress_task = asyncio.ensure_future(
+                    self._report_progress(self.call.on_progress))
+            intervals = IntervalRecorder.for_callback(self.call.on_progress,
                                                        expected_run_s(self.workload))
             intervals.begin(self.start, self.metrics, engine_live(self.metrics))
             interval_task = asyncio.ensure_future(intervals.run_async(self.loop.time))
-            if self.stop is not None:
-                self._spawn(self._watch_stop())
+            if self.call.stop is not None:
+                self._spawn(self._watch_stop(self.call.stop))
             while not (turn := control.turn()).done:
                 if turn.yield_only:
                     await asyncio.sleep(0)
@@ -149,10 +134,9 @@ class Engine:
             await self.cluster.close()
         return self._results(end)
 
-    async def _watch_stop(self) -> None:
+    async def _watch_stop(self, stop: threading.Event) -> None:
         """A threading.Event cannot wake the loop: look at it often."""
-        assert self.stop is not None
-        while not self.stop.is_set():
+        while not stop.is_set():
             await asyncio.sleep(STOP_CHECK_S)
         self.control.stop_requested = True
         self._wake()
@@ -293,17 +277,16 @@ class Engine:
         self._feed(core.MetadataUpdated(leaders, brokers))
 
     # -------------------------------------------------------------- results
-    async def _report_progress(self) -> None:
-        assert self.on_progress is not None
+    async def _report_progress(self, on_progress: Callable[[Progress], None]) -> None:
         while True:
             await asyncio.sleep(PROGRESS_INTERVAL_S)
-            self.on_progress(Progress.of_metrics(
+            on_progress(Progress.of_metrics(
                 self.metrics, self.loop.time() - self.start,
                 len(self.producer.sender.in_flight), self._intended))
 
     def _results(self, end: float) -> Results:
         sent = None if self.coordinator is None else self.coordinator.sent
-        return engine_results(self.producer, self.mode, self.workload, self.settings,
+        return engine_results(self.producer, self.call.mode, self.workload, self.settings,
                               self.cluster.bootstrap, start=self.start, end=end,
                               intended=self._intended, coordinator_sent=sent)
 
@@ -323,9 +306,7 @@ async def run_async(call: RunCall) -> Results:
     driver = mode_spec(call.mode).load_driver()  # another client (librdkafka, kafka-java)
     if driver is not None:
         return await call.on(driver)
-    cluster = Cluster.for_settings(call.bootstrap, call.settings)
-    return await Engine(call.workload, call.settings, call.mode, cluster, call.on_progress,
-                        call.deliveries, call.stop).run()
+    return await Engine(call, Cluster.for_settings(call.bootstrap, call.settings)).run()
 
 
 def _blocking(run_async: Callable[P, Awaitable[Results]]) -> Callable[P, Results]:
