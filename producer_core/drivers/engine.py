@@ -27,11 +27,12 @@ from producer_core.drivers.gc_quiet import quiet_gc
 from producer_core.drivers.precise_loop import new_event_loop
 from producer_core.drivers.run_checks import check_message_fits
 from producer_core.drivers.run_control import RunControl
-from producer_core.drivers.run_types import (  # re-exported: callers import them from here
+from producer_core.drivers.run_types import (
     PROGRESS_INTERVAL_S,
     START_LEAD_S,
     STOP_CHECK_S,
     STOP_GRACE_S,
+    Delivery,
     Progress,
     RunCall,
     phased_start,
@@ -44,6 +45,8 @@ from producer_core.results.metrics import Results, RunMetrics
 from producer_core.transport.produce_wire import ProduceRequest
 from producer_core.transport.transport import Cluster
 from producer_core.transport.txn_rpc import Coordinator
+
+__all__ = ["Delivery", "Engine", "Progress", "run", "run_async"]  # what callers import
 
 P = ParamSpec("P")
 CoordinatorCommand = core.FindCoordinator | core.AddPartitions | core.EndTransaction
