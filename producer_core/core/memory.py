@@ -49,7 +49,9 @@ class BlockedGenerator:
             self.episode_start = self.wait_start = now
             self.metrics.blocked_episodes += 1
         failed = 0
-        while failed < waiting and now - self.wait_start >= self.max_block_s:
+        # the same sum as `deadline()`: woken at the deadline, a message fails (a
+        # difference `now - wait_start` can round below max.block.ms and spin)
+        while failed < waiting and now >= self.wait_start + self.max_block_s:
             failed += 1
             self.wait_start += self.max_block_s
         if failed:

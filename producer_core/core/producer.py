@@ -3,13 +3,22 @@
 `Producer` holds the accumulator, the linger policy, the sender (retries, timeouts,
 idempotence), the transaction manager (`transactions.Transactions`) and the outcome ledger
 (`ledger.Ledger`). It never reads a clock or touches a socket. The asyncio shell
-(`producer_core.drivers.engine`) tells it what happened -- `handle(event, now)` -- and when time
-has passed -- `expire(now)`, `send_ready(now)` -- and carries out the commands it answers
-(write this request, ask for a producer id, add these partitions to the transaction, end
-it, re-read metadata, close a connection), feeding the results back as events. The shell
-asks `next_wakeup()` when to call again. This is the shape of Kafka's `Sender.runOnce` and
-`TransactionManager`, and of h11: the protocol decisions are here, testable with synthetic
-time (tests/unit/test_producer_core.py); the shell only does I/O.
+(`producer_core.drivers.engine`) tells it what happened -- `handle(event, now)` -- and
+when time has passed -- `expire(now)`, `send_ready(now)` -- and carries out the commands
+it answers (find the transaction coordinator, ask for a producer id, write this request,
+add these partitions to the transaction, end it, re-read metadata, close a connection),
+feeding the results back as events. The shell asks `next_wakeup()` when to call again.
+This is the shape of Kafka's `Sender.runOnce` and `TransactionManager`, and of h11: the
+protocol decisions are here, testable with synthetic time
+(tests/unit/test_producer_core.py); the shell only does I/O.
+
+The session opens with `open()`: a transactional producer finds its coordinator
+(`FindCoordinator` -> `CoordinatorFound`) and asks it for a producer id (which fences any
+older producer with the same transactional id); an idempotent one asks any broker. Until
+`ready` nothing is sent, and a failure is `fatal`. A transaction ends in three steps:
+`begin_transaction_end` (everything queued is flushed), `finish_transaction` (once every
+batch has its outcome and no AddPartitionsToTxn is in flight: `EndTransaction`), and the
+`TransactionEnded` event, which opens the next transaction.
 
 Producer-id recovery (KIP-360) is here too: after unresolved sequences the sender asks for
 a new epoch; a broker that refuses the bump is asked for a new producer id; a failure is
@@ -24,7 +33,13 @@ from dataclasses import dataclass, field
 
 from producer_core.core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.core.ledger import Ledger
-from producer_core.core.linger.base import LatencyFeedback, LingerPolicy, PollContext, RequestPlan
+from producer_core.core.linger.base import (
+    LatencyFeedback,
+    LingerPolicy,
+    PollContext,
+    RequestPlan,
+    RunStart,
+)
 from producer_core.core.memory import BatchMemory
 from producer_core.core.sender import (
     Acknowledge,
@@ -88,6 +103,13 @@ class RequestFailed:
 
 
 @dataclass(frozen=True)
+class CoordinatorFound:
+    """FindCoordinator answered: `node` runs this producer's transactions."""
+
+    node: int
+
+
+@dataclass(frozen=True)
 class ProducerIdAssigned:
     producer_id: int
     epoch: int
@@ -109,7 +131,8 @@ class PartitionsAdded:
 
 @dataclass(frozen=True)
 class TransactionFailed:
-    """A transaction request (AddPartitionsToTxn) was refused: the producer is fatal."""
+    """A transaction request (FindCoordinator, AddPartitionsToTxn, EndTxn) was refused or
+    fenced, or got no answer in time: the producer is fatal."""
 
     error: BrokerError
 
@@ -123,7 +146,8 @@ class TransactionEnded:
 
 @dataclass(frozen=True)
 class MetadataUpdated:
-    """Leaders per slot, and the brokers now connected."""
+    """Leaders per slot (-1: none), and the brokers now connected. Metadata that misses
+    partitions is asked again, as a failure is."""
 
     leaders: list[int]
     brokers: frozenset[int] = frozenset()
@@ -139,9 +163,9 @@ class Stop:
     """No new requests from now on; responses are still taken."""
 
 
-Event = (ResponseReceived | RequestWritten | SendFailed | RequestFailed | ProducerIdAssigned
-         | ProducerIdFailed | PartitionsAdded | TransactionFailed | TransactionEnded
-         | MetadataUpdated | MetadataFailed | Stop)
+Event = (ResponseReceived | RequestWritten | SendFailed | RequestFailed | CoordinatorFound
+         | ProducerIdAssigned | ProducerIdFailed | PartitionsAdded | TransactionFailed
+         | TransactionEnded | MetadataUpdated | MetadataFailed | Stop)
 
 
 # --------------------------------------------------------------------- commands
@@ -158,12 +182,23 @@ class Send:
 
 
 @dataclass(frozen=True)
+class FindCoordinator:
+    """FindCoordinator for `transactional_id`; answer `CoordinatorFound` or
+    `TransactionFailed`."""
+
+    transactional_id: str
+
+
+@dataclass(frozen=True)
 class InitProducerId:
     """Ask for a producer id: a new epoch of (producer_id, epoch), or a new id when both
-    are -1. Answer `ProducerIdAssigned` or `ProducerIdFailed`."""
+    are -1. With a `transactional_id`, ask its coordinator (found before), which fences
+    any older producer with that id. Answer `ProducerIdAssigned` or `ProducerIdFailed`."""
 
     producer_id: int = -1
     epoch: int = -1
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
 
 
 @dataclass(frozen=True)
@@ -199,8 +234,8 @@ class Wake:
     """Something became ready (a retry is back in its queue): poll again without sleeping."""
 
 
-Command = (Send | InitProducerId | AddPartitions | EndTransaction | RefreshMetadata
-           | CloseConnection | Wake)
+Command = (Send | FindCoordinator | InitProducerId | AddPartitions | EndTransaction
+           | RefreshMetadata | CloseConnection | Wake)
 
 
 @dataclass
@@ -251,13 +286,17 @@ class Producer:
     memory_exhausted: bool = False
     backlog: float | None = None
     fatal: BrokerError | None = None
-    """A transactional producer that cannot go on: the shell ends the run with it."""
+    """A producer that cannot go on (its session could not open; a transactional producer
+    fenced, refused or with an unknown outcome): the shell ends the run with it."""
+    _opening: type | None = None
+    """While the session opens: the event awaited (`CoordinatorFound`, `ProducerIdAssigned`)."""
     _requests: dict[int, _Request] = field(default_factory=dict)
     _recovery: _Recovery | None = None
     _refreshing: bool = False
     _refresh_at: float | None = None
     _requests_before_end: int = 0
     _flushed_at: float = 0.0
+    _end_asked: bool = False
 
     def __post_init__(self) -> None:
         self._feedback = (self.policy.on_acknowledged
@@ -265,6 +304,32 @@ class Producer:
         self.ledger.on_acknowledged = self._feedback
         if self.txn is not None:
             self.ledger.on_txn_ack = self.txn.on_acknowledged
+
+    # ------------------------------------------------------------------ session
+    def open(self) -> list[Command]:
+        """Open the producer's session: what to ask before the first send."""
+        if self.txn is not None:
+            self._opening = CoordinatorFound
+            return [FindCoordinator(self.txn.config.transactional_id)]
+        if self.config.idempotent:
+            self._opening = ProducerIdAssigned
+            return [InitProducerId()]
+        return []
+
+    @property
+    def ready(self) -> bool:
+        """The session is open: the producer may send."""
+        return self._opening is None
+
+    def begin(self, start: float, warmup_s: float = 0.0) -> None:
+        """The run's schedule starts at `start` (its first `warmup_s` are not measured)."""
+        self.start = start
+        if warmup_s:
+            self.ledger.warmup_until = start + warmup_s
+        if isinstance(self.policy, RunStart):
+            self.policy.begin(start)
+        if self.txn is not None:
+            self.txn.begin(start)
 
     # ------------------------------------------------------------------ queries
     def next_wakeup(self) -> float | None:
@@ -302,6 +367,8 @@ class Producer:
 
     def send_ready(self, now: float) -> list[Command]:
         """Ask the policy what to send now and turn each plan into a request."""
+        if self._opening is not None:  # no producer id yet: nothing may go
+            return []
         plans = self.policy.poll(now, PollContext(
             self.sender.free_slots(self.brokers), self.backlog, self.memory_exhausted,
             self.flushing))
@@ -324,8 +391,11 @@ class Producer:
                                now)
         if isinstance(event, RequestFailed):
             return self._on_request_failed(event, now)
+        if isinstance(event, CoordinatorFound):
+            return self._on_coordinator_found()
         if isinstance(event, ProducerIdAssigned):
             self._recovery = None
+            self._opening = None
             return [*self._apply(self.sender.on_producer_id(event.producer_id, event.epoch),
                                  now), Wake()]
         if isinstance(event, ProducerIdFailed):
@@ -343,6 +413,8 @@ class Producer:
             return []
         if isinstance(event, MetadataUpdated):
             self._refreshing = False
+            if len(event.leaders) != len(self.leaders):  # missing partitions: ask again
+                return self.handle(MetadataFailed("metadata is missing partitions"), now)
             self.brokers.update(event.brokers)
             self.leaders[:] = event.leaders
             self.policy.set_leaders(self.leaders)
@@ -492,7 +564,21 @@ class Producer:
         state = self.sender.id
         return InitProducerId(state.producer_id, state.epoch)
 
+    def _on_coordinator_found(self) -> list[Command]:
+        """The transactional session's second step: a producer id from the coordinator."""
+        assert self.txn is not None and self._opening is CoordinatorFound
+        self._opening = ProducerIdAssigned
+        config = self.txn.config
+        return [InitProducerId(transactional_id=config.transactional_id,
+                               transaction_timeout_ms=config.timeout_ms)]
+
     def _on_producer_id_failed(self, event: ProducerIdFailed, now: float) -> list[Command]:
+        if self._opening is not None:  # no producer id to start with: the run cannot go on
+            self.fatal = BrokerError(
+                event.reason if event.refused else
+                f"InitProducerId got no answer ({event.reason}): check that the brokers "
+                "are up and reachable.")
+            return [Wake()]
         recovery = self._recovery
         if recovery is None:
             return []
@@ -530,6 +616,11 @@ class Producer:
     def adding_partitions(self) -> bool:
         return self.txn is not None and bool(self.txn.adding)
 
+    @property
+    def transaction_ending(self) -> bool:
+        """From `begin_transaction_end` until the transaction has ended."""
+        return self.txn is not None and self.txn.ending
+
     def begin_transaction_end(self, now: float) -> None:
         """The open transaction ends: flush everything queued (whatever its window)."""
         assert self.txn is not None
@@ -537,11 +628,15 @@ class Producer:
         self._requests_before_end = len(self.ledger.metrics.requests)
         self.flushing = True
 
-    def transaction_flushed(self, now: float) -> list[Command]:
-        """Every batch of the ending transaction has its outcome: EndTxn (or, for an empty
-        transaction, nothing: it ends here)."""
+    def finish_transaction(self, now: float) -> list[Command]:
+        """End the ending transaction once every batch of it has its outcome and no
+        AddPartitionsToTxn is in flight: EndTxn (or, for an empty transaction, nothing: it
+        ends here). Before that, and once EndTxn was asked, nothing."""
         txn = self.txn
-        assert txn is not None
+        if (txn is None or not txn.ending or self._end_asked or not self.idle
+                or self.adding_partitions):
+            return []
+        self._end_asked = True
         self.flushing = False
         self._flushed_at = now
         txn.on_flushed(now, len(self.ledger.metrics.requests) - self._requests_before_end)
@@ -554,6 +649,7 @@ class Producer:
 
     def _end_transaction(self, committed: bool, now: float) -> None:
         assert self.txn is not None
+        self._end_asked = False
         aborted = self.txn.on_ended(committed, now - self._flushed_at, now)
         if aborted:
             self.ledger.abort(aborted)

@@ -5,8 +5,8 @@ is sent, and after `transaction.duration.ms` it ends: everything queued is flush
 EndTxn commits it (or aborts every K-th, `transaction.abort.every`, and any transaction in
 which a batch failed: Java's TransactionManager makes such a transaction abortable only).
 This class decides which partitions still need adding, when a transaction is due to end
-and whether it commits, and keeps the figures the results report; the engine
-(`producer_core.drivers.engine`) sends the requests. Tested with synthetic time
+and whether it commits, and keeps the figures the results report; the producer core
+(`producer.Producer`) asks for the requests. Tested with synthetic time
 (tests/unit/test_transactions.py).
 """
 
@@ -25,6 +25,8 @@ class TransactionConfig:
     duration_s: float
     abort_every: int
     """Abort every K-th transaction (0: never)."""
+    timeout_ms: int = 60_000
+    """transaction.timeout.ms: how long the coordinator lets a transaction stay open."""
 
 
 @dataclass

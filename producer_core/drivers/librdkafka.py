@@ -37,7 +37,6 @@ asyncio world after the topic is created with the engine's own `Cluster`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import threading
@@ -51,6 +50,7 @@ import numpy as np
 
 from producer_core.config import ProducerSettings
 from producer_core.core.memory import BlockedGenerator
+from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.gc_quiet import quiet_gc
 from producer_core.drivers.generator import ClientBatching, Generator
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
@@ -60,6 +60,8 @@ from producer_core.drivers.run_types import (
     STOP_GRACE_S,
     Delivery,
     Progress,
+    RunCall,
+    run_driver,
 )
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.modes.librdkafka import create_producer, librdkafka_config, shown_config
@@ -72,7 +74,6 @@ from producer_core.results.intervals import (
 )
 from producer_core.results.metrics import ClientCounts, Results, RunMetrics, Section, TopicMetrics
 from producer_core.security import scrub
-from producer_core.transport.transport import ensure_topics
 from producer_core.workload.partitioners import Partitioning
 from producer_core.workload.workload import TopicSpec, Workload
 
@@ -519,24 +520,11 @@ def _check_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings
     check_message_fits(specs, limit, "librdkafka's message.max.bytes")
 
 
-async def run_async(
-    workload: Workload,
-    settings: ProducerSettings,
-    mode: str,
-    bootstrap: str,
-    on_progress: Callable[[Progress], None] | None = None,
-    deliveries: list[Delivery] | None = None,
-    stop: threading.Event | None = None,
-) -> Results:
+@run_driver
+async def run_async(call: RunCall) -> Results:
     """Run one workload through librdkafka; the same call and Results as the engine's."""
-    _check_message_fits(workload.topic_specs(), settings)
-    runner = LibrdkafkaRun(workload, settings, bootstrap, on_progress, deliveries)
-    if stop is not None:
-        runner.stop = stop
-    await ensure_topics(bootstrap, settings, runner.specs)
-    try:
-        return await asyncio.to_thread(runner.run)
-    except asyncio.CancelledError:
-        runner.stop.set()
-        raise
+    _check_message_fits(call.workload.topic_specs(), call.settings)
+    runner = LibrdkafkaRun(call.workload, call.settings, call.bootstrap, call.on_progress,
+                           call.deliveries)
+    return await run_in_thread(runner, call, abort=lambda: runner.stop.set())
 

@@ -1,5 +1,6 @@
 """What every run driver shares: the progress snapshot, the delivery record (defined by
-the core's ledger, which makes them), the timing constants and the driver's call signature.
+the core's ledger, which makes them), the timing constants and the driver's call signature
+(`RunDriver`, written once for all drivers by `run_driver`).
 
 kbatch's engine (`engine.py`), librdkafka (`librdkafka_engine.py`) and the Java producer
 (`kafka_java/run.py`) all run a workload the same way and return the same `Results`; they
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,7 +19,7 @@ from producer_core.core.ledger import Delivery
 
 if TYPE_CHECKING:
     from producer_core.config import ProducerSettings
-    from producer_core.results.metrics import Results
+    from producer_core.results.metrics import Results, RunMetrics
     from producer_core.workload.workload import Workload
 
 PROGRESS_INTERVAL_S = 0.25
@@ -47,6 +48,38 @@ class Progress:
     target_messages: int | None
     generator_lag_p99_ms: float | None = None
     """How late the generator is against the rate schedule (None: the driver cannot tell)."""
+
+    @classmethod
+    def of_metrics(cls, metrics: RunMetrics, elapsed_s: float, in_flight_requests: int,
+                   target_messages: int | None) -> Progress:
+        """A snapshot of a driver that keeps every figure in its `RunMetrics` as it runs."""
+        m = metrics
+        return cls(
+            elapsed_s=max(0.0, elapsed_s), generated=m.messages_generated,
+            acknowledged=m.messages_acked, failed=m.messages_failed,
+            in_flight_requests=in_flight_requests, requests_sent=len(m.requests),
+            p99_ms=m.latency.percentile_ms(99) if m.latency.count else 0.0,
+            target_messages=target_messages,
+            generator_lag_p99_ms=m.generator_lag.percentile_ms(99)
+            if m.generator_lag.count else 0.0)
+
+
+@dataclass(frozen=True)
+class RunCall:
+    """The arguments of one `RunDriver` call, as one value."""
+
+    workload: Workload
+    settings: ProducerSettings
+    mode: str
+    bootstrap: str
+    on_progress: Callable[[Progress], None] | None = None
+    deliveries: list[Delivery] | None = None
+    stop: threading.Event | None = None
+
+    async def on(self, driver: RunDriver) -> Results:
+        """Pass this call on to another driver."""
+        return await driver(self.workload, self.settings, self.mode, self.bootstrap,
+                            self.on_progress, self.deliveries, self.stop)
 
 
 class RunDriver(Protocol):
@@ -79,3 +112,25 @@ def phased_start(earliest: float, clock_offset: float = 0.0) -> float:
     reading = earliest + clock_offset
     ticks = math.ceil((reading - START_PHASE_S) * 1000.0)
     return ticks / 1000.0 + START_PHASE_S - clock_offset
+
+
+def run_driver(body: Callable[[RunCall], Awaitable[Results]]) -> RunDriver:
+    """A driver's `run_async` with the `RunDriver` call, made from a body that takes the
+    call as one `RunCall`, so that no driver writes the signature again."""
+
+    async def run_async(
+        workload: Workload,
+        settings: ProducerSettings,
+        mode: str,
+        bootstrap: str,
+        on_progress: Callable[[Progress], None] | None = None,
+        deliveries: list[Delivery] | None = None,
+        stop: threading.Event | None = None,
+    ) -> Results:
+        return await body(RunCall(workload, settings, mode, bootstrap, on_progress,
+                                  deliveries, stop))
+
+    run_async.__doc__ = body.__doc__
+    run_async.__module__ = body.__module__
+    run_async.__qualname__ = body.__qualname__
+    return run_async

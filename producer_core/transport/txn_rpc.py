@@ -1,4 +1,5 @@
-"""The transaction coordinator's requests: FindCoordinator, AddPartitionsToTxn, EndTxn.
+"""The transaction coordinator's requests: FindCoordinator, InitProducerId, AddPartitionsToTxn
+and EndTxn.
 
 Retriable answers are asked again after a short pause (Java's TransactionManager: 20 ms
 for CONCURRENT_TRANSACTIONS, the retry backoff otherwise), a moved coordinator is looked
@@ -76,6 +77,15 @@ class Coordinator:
                     f"FindCoordinator for transactional.id={self.transactional_id!r} was "
                     f"refused: {error.__name__}. The broker may not support transactions.")
             await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def init_producer_id(self, transaction_timeout_ms: int) -> tuple[int, int]:
+        """InitProducerId with the transactional id at the coordinator `find` found (which
+        also fences any older producer with this id): (producer id, epoch)."""
+        assert self.node is not None
+        self.count("InitProducerId")
+        return await self.cluster.init_producer_id(
+            transactional_id=self.transactional_id, coordinator=self.node,
+            transaction_timeout_ms=transaction_timeout_ms)
 
     async def _call(self, what: str, make: Callable[[], Any],
                     codes: Callable[[Any], list[int]]) -> None:

@@ -87,8 +87,9 @@ def test_unreachable_bootstrap_fails_fast_with_a_clear_error():
 def test_generator_passes_are_paced_and_every_message_still_lands(tansu_broker, monkeypatch):
     """At 20,000 msg/s a pass per message kept the process busy; passes that wait for the
     schedule come at most every GENERATOR_PASS_INTERVAL_S, each appending several messages
-    (engine.GENERATOR_PASS_INTERVAL_S's docstring). Counted against the same run unpaced."""
-    from producer_core.drivers import engine
+    (run_control.GENERATOR_PASS_INTERVAL_S's docstring). Counted against the same run
+    unpaced."""
+    from producer_core.drivers import run_control
     from producer_core.drivers.generator import Generator
 
     passes = 0
@@ -104,7 +105,7 @@ def test_generator_passes_are_paced_and_every_message_still_lands(tansu_broker, 
     def passes_of_a_run(interval_s: float) -> tuple[int, object]:
         nonlocal passes
         passes = 0
-        monkeypatch.setattr(engine, "GENERATOR_PASS_INTERVAL_S", interval_s)
+        monkeypatch.setattr(run_control, "GENERATOR_PASS_INTERVAL_S", interval_s)
         workload = Workload(topic=fresh_topic("paced"), partitions=16, rate=20_000,
                             duration_s=2.0)
         results, _ = produce(tansu_broker.bootstrap, "broker",

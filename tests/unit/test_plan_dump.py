@@ -17,6 +17,7 @@ from typing import Any
 
 from producer_core.config import build_settings
 from producer_core.drivers.engine import Engine
+from producer_core.drivers.run_types import RunCall
 from producer_core.errors import BrokerError
 from producer_core.modes import REGISTRY
 from producer_core.workload.workload import Workload
@@ -69,8 +70,9 @@ def _run(mode: str, settings: dict[str, str], workload: dict[str, Any],
     cluster = FakeCluster(**cluster_fields)
 
     async def go() -> Any:
-        engine = Engine(Workload(**workload), build_settings(settings, mode=mode), mode,
-                        cluster)  # type: ignore[arg-type]
+        call = RunCall(Workload(**workload), build_settings(settings, mode=mode), mode,
+                       cluster.bootstrap)
+        engine = Engine(call, cluster)  # type: ignore[arg-type]
         try:
             return await engine.run()
         except BrokerError as exc:

@@ -15,8 +15,11 @@ from producer_core.core.ledger import Ledger
 from producer_core.core.producer import (
     AddPartitions,
     Command,
+    CoordinatorFound,
     EndTransaction,
+    FindCoordinator,
     InitProducerId,
+    MetadataUpdated,
     PartitionsAdded,
     Producer,
     ProducerConfig,
@@ -35,6 +38,7 @@ from producer_core.core.transactions import TransactionConfig, Transactions
 from producer_core.errors import BrokerError
 from producer_core.modes import make_policy
 from producer_core.results.metrics import RunMetrics, TopicMetrics
+from producer_core.transport.txn_rpc import TransactionFenced
 
 UNKNOWN_PRODUCER_ID = 59
 PRODUCER_FENCED = 90
@@ -51,7 +55,7 @@ class Rig:
 
     @classmethod
     def build(cls, transactional: bool = False, abort_every: int = 0,
-              delivery_timeout_ms: int = 2000) -> Rig:
+              delivery_timeout_ms: int = 2000, opened: bool = True) -> Rig:
         settings = build_settings({"linger.ms": "0", "retry.backoff.ms": "10",
                                    "delivery.timeout.ms": str(delivery_timeout_ms),
                                    "request.timeout.ms": "1000"})
@@ -63,12 +67,13 @@ class Rig:
             acks=-1, idempotent=True, retries=1_000, retry_backoff_s=0.01,
             request_timeout_s=1.0, delivery_timeout_s=delivery_timeout_ms / 1000,
             max_in_flight=5, transactional=transactional))
-        sender.on_producer_id(7, 0)
+        if opened:  # else the test opens the session itself (`Producer.open`)
+            sender.on_producer_id(7, 0)
         metrics = RunMetrics()
         metrics.topics["t"] = TopicMetrics()
         txn = None
         if transactional:
-            txn = Transactions(TransactionConfig("tx", 1.0, abort_every))
+            txn = Transactions(TransactionConfig("tx", 1.0, abort_every, timeout_ms=9000))
             txn.begin(0.0)
         producer = Producer(
             slots, leaders, accumulator, policy, sender, Ledger(metrics, slots),
@@ -114,6 +119,85 @@ def sends(commands: list[Command]) -> list[Send]:
 
 def only(commands: list[Command], kind: type) -> list:
     return [c for c in commands if isinstance(c, kind)]
+
+
+# ------------------------------------------------------------------ metadata
+def test_metadata_missing_partitions_is_asked_again_after_the_backoff() -> None:
+    rig = Rig.build()
+    rig.append(0, now=0.0)
+    [send] = sends(rig.tick(0.0))
+    rig.answer(send, 0.002, code=6)  # NOT_LEADER_OR_FOLLOWER: re-read the leaders
+    [refresh] = only(rig.commands, RefreshMetadata)
+    assert refresh == RefreshMetadata()
+    rig.producer.handle(MetadataUpdated([2, 1, 2], frozenset({1, 2})), 0.003)
+    assert rig.producer.leaders == [1, 1, 2, 2]  # three of four partitions: not taken
+    early = rig.tick(0.0125)
+    assert only(early, RefreshMetadata) == []  # asked again after retry.backoff.ms
+    assert only(rig.tick(0.0131), RefreshMetadata) == [RefreshMetadata()]
+    rig.producer.handle(MetadataUpdated([2, 2, 1, 1], frozenset({1, 2, 3})), 0.014)
+    assert rig.producer.leaders == [2, 2, 1, 1] and rig.producer.brokers == {1, 2, 3}
+    for send in sends(early + rig.tick(0.02)):
+        rig.answer(send, 0.022)
+    assert rig.metrics.messages_acked == 1
+
+
+# ---------------------------------------------------------------- the session
+def test_an_idempotent_session_opens_with_a_producer_id_before_any_send() -> None:
+    rig = Rig.build(opened=False)
+    assert rig.producer.open() == [InitProducerId()]
+    assert not rig.producer.ready
+    rig.append(0, now=0.0)
+    assert sends(rig.tick(0.0)) == []  # no producer id yet: nothing goes
+    assert Wake() in rig.producer.handle(ProducerIdAssigned(40, 2), 0.001)
+    assert rig.producer.ready and rig.producer.fatal is None
+    [send] = sends(rig.tick(0.001))
+    rig.answer(send, 0.003)
+    assert rig.metrics.messages_acked == 1
+    assert (rig.producer.sender.id.producer_id, rig.producer.sender.id.epoch) == (40, 2)
+
+
+def test_a_transactional_session_finds_its_coordinator_then_asks_it_for_an_id() -> None:
+    rig = Rig.build(transactional=True, opened=False)
+    assert rig.producer.open() == [FindCoordinator("tx")]
+    assert rig.producer.handle(CoordinatorFound(3), 0.002) == [
+        InitProducerId(transactional_id="tx", transaction_timeout_ms=9000)]
+    assert not rig.producer.ready
+    rig.producer.handle(ProducerIdAssigned(41, 5), 0.004)
+    assert rig.producer.ready
+    rig.append(1, now=0.005)
+    [add] = only(rig.tick(0.005), AddPartitions)
+    assert add == AddPartitions([("t", 1)], 41, 5)  # under the coordinator's id and epoch
+
+
+def test_a_plain_session_is_open_at_once() -> None:
+    rig = Rig.build(opened=False)
+    rig.producer.config.idempotent = False
+    assert rig.producer.open() == [] and rig.producer.ready
+
+
+@pytest.mark.parametrize(("event", "message"), [
+    (ProducerIdFailed("InitProducerId was refused: ClusterAuthorizationFailedError.",
+                      refused=True),
+     "InitProducerId was refused: ClusterAuthorizationFailedError."),
+    (ProducerIdFailed("connection_lost", refused=False),
+     "InitProducerId got no answer (connection_lost): check that the brokers are up"),
+])
+def test_a_session_that_gets_no_producer_id_is_fatal_not_retried(event: ProducerIdFailed,
+                                                                 message: str) -> None:
+    rig = Rig.build(opened=False)
+    rig.producer.open()
+    assert rig.producer.handle(event, 0.01) == [Wake()]
+    assert rig.producer.fatal is not None and str(rig.producer.fatal).startswith(message)
+    assert not rig.producer.ready
+    assert rig.producer.next_wakeup() is None  # nothing is asked again
+
+
+def test_a_refused_find_coordinator_is_fatal() -> None:
+    rig = Rig.build(transactional=True, opened=False)
+    rig.producer.open()
+    error = BrokerError("FindCoordinator for transactional.id='tx' was refused: X.")
+    assert rig.producer.handle(TransactionFailed(error), 0.01) == [Wake()]
+    assert rig.producer.fatal is error and not rig.producer.ready
 
 
 # ------------------------------------------------------------ producer-id recovery
@@ -213,7 +297,7 @@ def test_partitions_join_before_their_first_batch_then_commit() -> None:
         rig.answer(send, 0.004)
     rig.producer.begin_transaction_end(1.0)
     assert rig.producer.flushing and rig.producer.idle
-    assert rig.producer.transaction_flushed(1.0) == [EndTransaction(True, 7, 0)]
+    assert rig.producer.finish_transaction(1.0) == [EndTransaction(True, 7, 0)]
     assert rig.producer.handle(TransactionEnded(True), 1.002) == []
     txn = rig.producer.txn
     assert txn is not None and txn.stats.committed == 1 and txn.stats.records == [2]
@@ -229,7 +313,7 @@ def test_an_aborted_transaction_moves_its_records_from_acknowledged_to_aborted()
     [send] = sends(rig.tick(0.001))
     rig.answer(send, 0.003)
     rig.producer.begin_transaction_end(1.0)
-    [end] = rig.producer.transaction_flushed(1.0)
+    [end] = rig.producer.finish_transaction(1.0)
     assert end == EndTransaction(False, 7, 0)
     rig.producer.handle(TransactionEnded(False), 1.001)
     m = rig.metrics
@@ -240,7 +324,7 @@ def test_an_aborted_transaction_moves_its_records_from_acknowledged_to_aborted()
 def test_an_empty_transaction_ends_without_end_txn() -> None:
     rig = Rig.build(transactional=True)
     rig.producer.begin_transaction_end(1.0)
-    assert rig.producer.transaction_flushed(1.0) == []
+    assert rig.producer.finish_transaction(1.0) == []
     assert rig.producer.txn is not None and rig.producer.txn.number == 2
 
 
@@ -269,3 +353,48 @@ def test_a_transactional_outcome_unknown_is_fatal_not_recovered() -> None:
     assert isinstance(rig.producer.fatal, BrokerError)
     assert "cannot be completed" in str(rig.producer.fatal)
     assert only(rig.commands, InitProducerId) == []  # no epoch bump in a transaction
+
+
+def test_end_txn_waits_for_every_outcome_and_the_add_partitions_in_flight() -> None:
+    rig = Rig.build(transactional=True)
+    producer = rig.producer
+    rig.append(0, now=0.0)
+    rig.tick(0.0)
+    producer.handle(PartitionsAdded(), 0.001)
+    [send] = sends(rig.tick(0.001))
+    producer.begin_transaction_end(0.002)
+    assert producer.transaction_ending and producer.flushing
+    assert producer.finish_transaction(0.002) == []  # the batch has no outcome yet
+    rig.append(3, now=0.003)  # its partition is being added when the flush is done
+    rig.tick(0.003)
+    assert producer.adding_partitions
+    rig.answer(send, 0.004)
+    [late] = sends(rig.tick(0.004) + producer.handle(PartitionsAdded(), 0.005)
+                   + rig.tick(0.005))
+    assert producer.finish_transaction(0.005) == []  # the late batch is in flight
+    rig.answer(late, 0.007)
+    assert producer.finish_transaction(0.007) == [EndTransaction(True, 7, 0)]
+    assert producer.finish_transaction(0.008) == []  # asked once
+    assert producer.transaction_ending and not producer.flushing
+    producer.handle(TransactionEnded(True), 0.010)
+    assert not producer.transaction_ending
+    txn = producer.txn
+    assert txn is not None and txn.stats.committed == 1 and txn.stats.records == [2]
+    assert txn.stats.end_txn_latencies_s == [pytest.approx(0.003)]
+    assert txn.stats.end_latencies_s == [pytest.approx(0.008)]
+
+
+def test_a_fenced_end_txn_is_fatal_with_the_fencing_error() -> None:
+    rig = Rig.build(transactional=True)
+    rig.append(0, now=0.0)
+    rig.tick(0.0)
+    rig.producer.handle(PartitionsAdded(), 0.001)
+    [send] = sends(rig.tick(0.001))
+    rig.answer(send, 0.002)
+    rig.producer.begin_transaction_end(0.003)
+    [end] = rig.producer.finish_transaction(0.003)
+    fenced = TransactionFenced("The transactional producer was fenced (EndTxn).")
+    assert rig.producer.handle(TransactionFailed(fenced), 0.005) == [Wake()]
+    assert rig.producer.fatal is fenced
+    assert rig.producer.transaction_ending  # never ended: the run ends with the error
+    assert rig.producer.txn is not None and rig.producer.txn.stats.committed == 0

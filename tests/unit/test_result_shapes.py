@@ -17,6 +17,7 @@ from typing import Any
 
 from producer_core.config import build_settings
 from producer_core.drivers.engine import Engine
+from producer_core.drivers.run_types import RunCall
 from producer_core.modes import REGISTRY
 from producer_core.workload.workload import Workload
 from tests.virtual_run import FakeCluster, run_virtual
@@ -63,8 +64,8 @@ def _document(mode: str, settings: dict[str, str]) -> dict[str, Any]:
 
     async def go() -> Any:
         workload = Workload(rate=2000.0, duration_s=0.1, partitions=6, message_size=40)
-        return await Engine(workload, build_settings(settings, mode=mode), mode,
-                            cluster).run()  # type: ignore[arg-type]
+        call = RunCall(workload, build_settings(settings, mode=mode), mode, cluster.bootstrap)
+        return await Engine(call, cluster).run()  # type: ignore[arg-type]
 
     return json.loads(json.dumps(run_virtual(go).to_dict(), default=str))
 

@@ -11,6 +11,7 @@ import producer_core.config
 import producer_core.modes
 from producer_core.config import build_settings
 from producer_core.drivers.engine import Engine
+from producer_core.drivers.run_types import RunCall
 from producer_core.errors import ConfigError
 from producer_core.workload.workload import Workload
 from tests.unit.toy.tick_mode import TICK
@@ -50,7 +51,8 @@ def test_the_engine_runs_the_toy_mode(with_tick: None) -> None:
 
     async def go():  # noqa: ANN202
         workload = Workload(rate=1000.0, duration_s=0.2, partitions=6, message_size=20)
-        return await Engine(workload, settings, "tick", cluster).run()  # type: ignore[arg-type]
+        call = RunCall(workload, settings, "tick", cluster.bootstrap)
+        return await Engine(call, cluster).run()  # type: ignore[arg-type]
 
     results = run_virtual(go)
     m = results.metrics

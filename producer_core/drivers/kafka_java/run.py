@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from producer_core.client_properties import java_producer_passthrough
 from producer_core.config import ProducerSettings
+from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.generator import ClientBatching, Generator
 from producer_core.drivers.kafka_java import protocol
 from producer_core.drivers.kafka_java.driver import Driver, prepare
@@ -40,7 +41,9 @@ from producer_core.drivers.run_types import (
     START_LEAD_S,
     Delivery,
     Progress,
+    RunCall,
     phased_start,
+    run_driver,
 )
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.modes.kafka_java_settings import java_properties
@@ -54,7 +57,6 @@ from producer_core.results.metrics import (
     TopicMetrics,
 )
 from producer_core.security import redact, scrub
-from producer_core.transport.transport import ensure_topics
 from producer_core.workload.workload import Workload
 
 HELLO_TIMEOUT_S = 60.0
@@ -449,27 +451,14 @@ class KafkaJavaRun:
         )
 
 
-async def run_async(
-    workload: Workload,
-    settings: ProducerSettings,
-    mode: str,
-    bootstrap: str,
-    on_progress: Callable[[Progress], None] | None = None,
-    deliveries: list[Delivery] | None = None,
-    stop: threading.Event | None = None,
-) -> Results:
+@run_driver
+async def run_async(call: RunCall) -> Results:
     """Run one workload through the Java producer; the same call and Results as the engine's.
 
     `stop`, when set, ends the run early (as cancelling it does)."""
-    check_message_fits(workload.topic_specs(), settings.max_request_size,
+    check_message_fits(call.workload.topic_specs(), call.settings.max_request_size,
                        "the Java producer's max.request.size")
     driver = await asyncio.to_thread(prepare)
-    runner = KafkaJavaRun(workload, settings, bootstrap, driver, on_progress, deliveries)
-    if stop is not None:
-        runner.stop = stop
-    await ensure_topics(bootstrap, settings, runner.specs)
-    try:
-        return await asyncio.to_thread(runner.run)
-    except asyncio.CancelledError:
-        runner.abort()
-        raise
+    runner = KafkaJavaRun(call.workload, call.settings, call.bootstrap, driver,
+                          call.on_progress, call.deliveries)
+    return await run_in_thread(runner, call, abort=runner.abort)
