@@ -55,6 +55,7 @@ from typing import Any
 
 from producer_core.analysis.compare import compare, parse_mode_configs
 from producer_core.brokers.kafka import KafkaCluster
+from producer_core.measure.process_cost import read_cpu
 from producer_core.workload.workload import Workload
 
 _SUMMARY = re.compile(
@@ -102,10 +103,12 @@ def rdkafka_performance(tool: Path, cluster: KafkaCluster, args: argparse.Namesp
     load = os.getloadavg()[0]
     started = time.monotonic()
     cpu_before = _children_cpu()
+    brokers_before = _brokers_cpu(cluster)
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
                           timeout=(args.seconds + args.warmup) * 6 + 120)
     wall = time.monotonic() - started
     cpu = _children_cpu() - cpu_before
+    brokers_cpu = _brokers_cpu(cluster) - brokers_before
     summaries = list(_SUMMARY.finditer(proc.stdout))
     if not summaries:
         raise SystemExit(f"rdkafka_performance printed no summary ({proc.returncode}):\n"
@@ -117,6 +120,7 @@ def rdkafka_performance(tool: Path, cluster: KafkaCluster, args: argparse.Namesp
             "delivered": delivered, "warmup_messages": warmup,
             "failed": failed, "elapsed_s": ms / 1000, "delivered_per_s": per_s,
             "queue_full_retries": backpressure, "wall_s": wall, "cpu_s": cpu,
+            "brokers_cpu_s": brokers_cpu,
             "latency_ms": latency_ms,
             "command": " ".join(cmd[1:])}
 
@@ -143,6 +147,13 @@ def _percentiles(path: Path, skip: int = 0) -> dict[str, float] | None:
             "p99": float(np.percentile(values, 99)) / 1000, "max": float(values.max()) / 1000}
 
 
+def _brokers_cpu(cluster: KafkaCluster) -> float:
+    """CPU seconds the Kafka nodes have used so far: on 2 cores the brokers' cost of a
+    request shape is CPU the generator does not get."""
+    readings = (read_cpu(pid) for pid in cluster.pids)
+    return sum(r.total_s for r in readings if r is not None)
+
+
 def _children_cpu() -> float:
     import resource
 
@@ -164,11 +175,13 @@ def kbatch_run(tool: Path, cluster: KafkaCluster, args: argparse.Namespace, labe
     print(f"  kbatch {label}...", file=sys.stderr)
     load = os.getloadavg()[0]
     cpu = resource.getrusage(resource.RUSAGE_SELF)
+    brokers_before = _brokers_cpu(cluster)
     document = compare(workload, runs, cluster.bootstrap)
     after = resource.getrusage(resource.RUSAGE_SELF)
     run = document["runs"][0]
     return {"label": label, "mode": mode, "settings": dict(settings), "load": load,
             "cpu_s": (after.ru_utime + after.ru_stime) - (cpu.ru_utime + cpu.ru_stime),
+            "brokers_cpu_s": _brokers_cpu(cluster) - brokers_before,
             "achieved_per_s": run["rate"]["achieved_msgs_per_s"],
             "acknowledged": run["messages"]["acknowledged"],
             "failed": run["messages"]["failed"], "requests": run["requests_sent"],
@@ -192,8 +205,8 @@ def print_table(args: argparse.Namespace, rounds: list[list[dict[str, Any]]]) ->
           f"100-byte values, linger.ms {args.linger_ms}, acks=all, idempotent, "
           f"{args.seconds:g} s measured after {args.warmup:g} s of warm-up\n")
     print("| round | producer | load | delivered msg/s | requests | latency p50 / p99 / max ms "
-          "| generator lag p99 / max ms | CPU s |")
-    print("|---:|---|---:|---:|---:|---|---|---:|")
+          "| generator lag p99 / max ms | CPU s | brokers' CPU s |")
+    print("|---:|---|---:|---:|---:|---|---|---:|---:|")
     for number, runs in enumerate(rounds, 1):
         for run in runs:
             if "command" in run:  # the C tool
@@ -203,13 +216,14 @@ def print_table(args: argparse.Namespace, rounds: list[list[dict[str, Any]]]) ->
                 lat = (f"{ms['p50']:,.0f} / {ms['p99']:,.0f} / {ms['max']:,.0f} "
                        "(from produce())" if ms else "-")
                 print(f"| {number} | rdkafka_performance (C) {asked} | {run['load']:.1f} "
-                      f"| {run['delivered_per_s']:,} | - | {lat} | - | {run['cpu_s']:.1f} |")
+                      f"| {run['delivered_per_s']:,} | - | {lat} | - | {run['cpu_s']:.1f} "
+                      f"| {run['brokers_cpu_s']:.1f} |")
                 continue
             print(f"| {number} | {run['title']} | {run['load']:.1f} "
                   f"| {run['achieved_per_s']:,.0f} | {run['requests']:,} "
                   f"| {run['p50_ms']:,.0f} / {run['p99_ms']:,.0f} / {run['max_ms']:,.0f} "
                   f"| {run['lag_p99_ms']:,.1f} / {run['lag_max_ms']:,.1f} "
-                  f"| {run['cpu_s']:.1f} |")
+                  f"| {run['cpu_s']:.1f} | {run['brokers_cpu_s']:.1f} |")
     for runs in rounds[:1]:
         for run in runs:
             if "command" in run:
