@@ -19,6 +19,7 @@ Python's collector stop both threads for 20-120 ms at a time (in one profiled ru
 project's 2 cores, generator lag p99 100 ms; 30 ms with the collector off; 12 ms with one
 callback). Values shorter than 8 bytes carry only part of the id: such workloads keep a
 callback per message.
+
 When librdkafka's queue is full (`BufferError`) the generator blocks for at most
 `max.block.ms` per message, then counts that message as failed, as Java's `send()` does.
 
