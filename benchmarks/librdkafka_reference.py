@@ -1,12 +1,26 @@
 """Is librdkafka's lag in the seed scenario librdkafka's own, or kbatch's way of driving it?
 
 Starts a 3-node Apache Kafka cluster (``producer_core.brokers.kafka``) and, each on a fresh
-1,000-partition topic, runs with the same settings (100-byte keyless values, ``linger.ms``
-500, ``acks=all``, idempotence on):
+1,000-partition topic warmed up with ten unmeasured messages a partition, runs with the same
+settings (100-byte keyless values, ``linger.ms`` 500, ``acks=all``, idempotence on),
+``--repeat`` rounds back to back, the load average beside each run:
 
 1. librdkafka's own C benchmark, ``rdkafka_performance -P``, paced at the seed's rate
-   (``-r``), then unthrottled (the rate librdkafka itself can reach on this cluster);
-2. kbatch's mode ``librdkafka`` (the same C library, driven from Python) at the seed's rate.
+   (``-r``); it leaves the partition to librdkafka's default partitioner, which for keyless
+   messages is sticky (one partition for ``sticky.partitioning.linger.ms``, 10 ms);
+2. kbatch's mode ``librdkafka`` (the same C library, driven from Python), the seed's shape:
+   round-robin over every partition, as kbatch's engine;
+3. the same with ``-X partitioner=consistent_random``: librdkafka partitions, as in the C
+   tool, so the two send the same requests and differ only in who drives the library;
+4. kbatch's own engine (mode ``partition``): what generator lag this machine gives a
+   Python thread at this moment (the yardstick for the driver's).
+
+Every run is measured the same way: the first ``--warmup`` seconds are left out (kbatch's
+``--warmup``; the C tool's first ``rate * warmup`` delivery reports), so a new producer's
+and a new topic's start is charged to no one. Latency is from ``produce()`` for the C tool
+and from the intended send time for kbatch (the generator lag apart).
+With ``--unthrottled``, the C tool also runs once as fast as it can (the rate librdkafka
+itself reaches on this cluster).
 
 ``rdkafka_performance`` is librdkafka's ``examples/rdkafka_performance.c``. Build it from
 librdkafka's sources (Debian: ``apt-get source librdkafka``; or a release tarball)::
@@ -17,7 +31,8 @@ librdkafka's sources (Debian: ``apt-get source librdkafka``; or a release tarbal
 and pass its path with ``--rdkafka-performance``.
 
     python benchmarks/librdkafka_reference.py --rdkafka-performance PATH
-        [--seconds 30] [--rate 20000] [--partitions 1000] [--linger-ms 500] [--json PATH]
+        [--seconds 30] [--warmup 5] [--repeat 2] [--unthrottled] [--rate 20000]
+        [--partitions 1000] [--linger-ms 500] [--json PATH]
 
 Pacing differs: ``rdkafka_performance -r R`` sleeps ``1e6/R`` microseconds after every
 message, so the sleep's own overhead lowers the rate it reaches; kbatch paces against the
@@ -28,7 +43,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -38,6 +55,7 @@ from typing import Any
 
 from producer_core.analysis.compare import compare, parse_mode_configs
 from producer_core.brokers.kafka import KafkaCluster
+from producer_core.measure.process_cost import read_cpu
 from producer_core.workload.workload import Workload
 
 _SUMMARY = re.compile(
@@ -66,10 +84,12 @@ def _topic(cluster: KafkaCluster, name: str, partitions: int) -> None:
 
 def rdkafka_performance(tool: Path, cluster: KafkaCluster, args: argparse.Namespace,
                         rate: int | None, label: str) -> dict[str, Any]:
-    """One run of the C tool; its final summary line parsed."""
+    """One run of the C tool; its final summary line parsed. Paced, it sends the warm-up's
+    messages first and leaves their latencies out, as kbatch's --warmup does."""
     topic = f"librdkafka-ref-{label}"
     _topic(cluster, topic, args.partitions)
-    count = int(args.rate * args.seconds)
+    warmup = int(args.rate * args.warmup) if rate is not None else 0
+    count = int(args.rate * args.seconds) + warmup
     settings = {**LIBRDKAFKA_SETTINGS, "linger.ms": str(args.linger_ms)}
     latencies = Path(tempfile.mkdtemp()) / "latency.txt"
     cmd = [str(tool), "-P", "-t", topic, "-b", cluster.bootstrap, "-s", "100", "-c", str(count),
@@ -80,22 +100,27 @@ def rdkafka_performance(tool: Path, cluster: KafkaCluster, args: argparse.Namesp
         cmd += ["-X", f"{key}={value}"]
     print(f"  rdkafka_performance {label}...", file=sys.stderr)
     _warm_up(tool, cluster, topic, args.partitions)
+    load = os.getloadavg()[0]
     started = time.monotonic()
     cpu_before = _children_cpu()
+    brokers_before = _brokers_cpu(cluster)
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                          timeout=args.seconds * 6 + 120)
+                          timeout=(args.seconds + args.warmup) * 6 + 120)
     wall = time.monotonic() - started
     cpu = _children_cpu() - cpu_before
+    brokers_cpu = _brokers_cpu(cluster) - brokers_before
     summaries = list(_SUMMARY.finditer(proc.stdout))
     if not summaries:
         raise SystemExit(f"rdkafka_performance printed no summary ({proc.returncode}):\n"
                          f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     produced, _bytes, delivered, failed, ms, per_s, _mb, backpressure, _queued = (
         int(float(x)) for x in summaries[-1].groups())
-    latency_ms = _percentiles(latencies)
-    return {"label": label, "target_rate": rate, "produced": produced, "delivered": delivered,
+    latency_ms = _percentiles(latencies, skip=warmup)
+    return {"label": label, "load": load, "target_rate": rate, "produced": produced,
+            "delivered": delivered, "warmup_messages": warmup,
             "failed": failed, "elapsed_s": ms / 1000, "delivered_per_s": per_s,
             "queue_full_retries": backpressure, "wall_s": wall, "cpu_s": cpu,
+            "brokers_cpu_s": brokers_cpu,
             "latency_ms": latency_ms,
             "command": " ".join(cmd[1:])}
 
@@ -108,17 +133,25 @@ def _warm_up(tool: Path, cluster: KafkaCluster, topic: str, partitions: int) -> 
                    check=False, timeout=300)
 
 
-def _percentiles(path: Path) -> dict[str, float] | None:
-    """p50 / p99 / max of the per-message latencies the tool wrote (microseconds a line)."""
+def _percentiles(path: Path, skip: int = 0) -> dict[str, float] | None:
+    """p50 / p99 / max of the per-message latencies the tool wrote (microseconds a line,
+    in delivery order), the first `skip` left out."""
     import numpy as np
 
     if not path.is_file():
         return None
-    values = np.loadtxt(path, dtype=np.float64, ndmin=1)
+    values = np.loadtxt(path, dtype=np.float64, ndmin=1)[skip:]
     if values.size == 0:
         return None
     return {"p50": float(np.percentile(values, 50)) / 1000,
             "p99": float(np.percentile(values, 99)) / 1000, "max": float(values.max()) / 1000}
+
+
+def _brokers_cpu(cluster: KafkaCluster) -> float:
+    """CPU seconds the Kafka nodes have used so far: on 2 cores the brokers' cost of a
+    request shape is CPU the generator does not get."""
+    readings = (read_cpu(pid) for pid in cluster.pids)
+    return sum(r.total_s for r in readings if r is not None)
 
 
 def _children_cpu() -> float:
@@ -128,19 +161,28 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def kbatch_librdkafka(tool: Path, cluster: KafkaCluster,
-                      args: argparse.Namespace) -> dict[str, Any]:
-    """kbatch's mode on its own fresh topic, warmed up as the C tool's are."""
-    topic = "librdkafka-ref-kbatch"
+def kbatch_run(tool: Path, cluster: KafkaCluster, args: argparse.Namespace, label: str,
+               mode: str, settings: list[tuple[str, str]]) -> dict[str, Any]:
+    """One kbatch mode on its own fresh topic, warmed up as the C tool's are, its first
+    --warmup seconds left out."""
+    topic = f"librdkafka-ref-{label}"
     _topic(cluster, topic, args.partitions)
     _warm_up(tool, cluster, topic, args.partitions)
-    workload = Workload(topic=topic, partitions=args.partitions,
-                        rate=args.rate, duration_s=args.seconds, message_size=100)
-    runs = parse_mode_configs(["librdkafka"], [], [], linger_ms=args.linger_ms)
-    print("  kbatch librdkafka...", file=sys.stderr)
+    workload = Workload(topic=topic, partitions=args.partitions, rate=args.rate,
+                        duration_s=args.seconds + args.warmup, warmup_s=args.warmup,
+                        message_size=100)
+    runs = parse_mode_configs([mode], settings, [], linger_ms=args.linger_ms)
+    print(f"  kbatch {label}...", file=sys.stderr)
+    load = os.getloadavg()[0]
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    brokers_before = _brokers_cpu(cluster)
     document = compare(workload, runs, cluster.bootstrap)
+    after = resource.getrusage(resource.RUSAGE_SELF)
     run = document["runs"][0]
-    return {"achieved_per_s": run["rate"]["achieved_msgs_per_s"],
+    return {"label": label, "mode": mode, "settings": dict(settings), "load": load,
+            "cpu_s": (after.ru_utime + after.ru_stime) - (cpu.ru_utime + cpu.ru_stime),
+            "brokers_cpu_s": _brokers_cpu(cluster) - brokers_before,
+            "achieved_per_s": run["rate"]["achieved_msgs_per_s"],
             "acknowledged": run["messages"]["acknowledged"],
             "failed": run["messages"]["failed"], "requests": run["requests_sent"],
             "lag_p99_ms": run["generator_lag"]["p99_ms"],
@@ -150,31 +192,51 @@ def kbatch_librdkafka(tool: Path, cluster: KafkaCluster,
             "p99_ms": run["latency"]["p99_ms"], "max_ms": run["latency"]["max_ms"]}
 
 
-def print_table(args: argparse.Namespace, c_runs: list[dict[str, Any]],
-                kbatch: dict[str, Any] | None) -> None:
+def kbatch_runs(linger_ms: int) -> tuple[tuple[str, str, list[tuple[str, str]], str], ...]:
+    """kbatch's runs of a round. The sticky one uses librdkafka's own partitioner exactly
+    as the C tool gets it: librdkafka's default `sticky.partitioning.linger.ms` is twice
+    `linger.ms` when not set (rdkafka_conf.c; its documented 10 ms is kbatch's default,
+    which kbatch passes on), so it is given here."""
+    sticky = str(2 * linger_ms)
+    return (
+        ("kbatch-rr", "librdkafka", [], "kbatch --mode librdkafka (round-robin)"),
+        ("kbatch-sticky", "librdkafka",
+         [("partitioner", "consistent_random"), ("sticky.partitioning.linger.ms", sticky)],
+         f"kbatch --mode librdkafka -X partitioner=consistent_random "
+         f"-X sticky.partitioning.linger.ms={sticky}"),
+        ("kbatch-engine", "partition", [], "kbatch --mode partition (engine)"),
+    )
+
+
+def print_table(args: argparse.Namespace, rounds: list[list[dict[str, Any]]]) -> None:
     print(f"\n## librdkafka on 3 Apache Kafka nodes: {args.partitions:,} partitions, "
-          f"100-byte values, linger.ms {args.linger_ms}, acks=all, idempotent\n")
-    print("| producer | asked msg/s | delivered msg/s | delivered | failed | queue-full retries "
-          "| latency ms |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for run in c_runs:
-        asked = f"{run['target_rate']:,}" if run["target_rate"] else "unthrottled"
-        ms = run["latency_ms"]
-        lat = (f"p50 {ms['p50']:,.0f}, p99 {ms['p99']:,.0f}, max {ms['max']:,.0f}"
-               if ms else "-")
-        print(f"| rdkafka_performance (C) | {asked} | {run['delivered_per_s']:,} "
-              f"| {run['delivered']:,} | {run['failed']:,} | {run['queue_full_retries']:,} "
-              f"| {lat} (from produce()) |")
-    if kbatch is not None:
-        print(f"| kbatch --mode librdkafka | {args.rate:,} | {kbatch['achieved_per_s']:,.0f} "
-              f"| {kbatch['acknowledged']:,} | {kbatch['failed']:,} | - "
-              f"| p50 {kbatch['p50_ms']:,.0f}, p99 {kbatch['p99_ms']:,.0f}, max "
-              f"{kbatch['max_ms']:,.0f} (from the intended time); generator lag p99 "
-              f"{kbatch['lag_p99_ms']:,.1f}, max {kbatch['lag_max_ms']:,.1f}, blocked on "
-              f"the full queue {kbatch['blocked_ms']:,.0f} |")
-    for run in c_runs:
-        print(f"\n`rdkafka_performance {run['command']}`: wall {run['wall_s']:.1f} s, "
-              f"CPU {run['cpu_s']:.1f} s")
+          f"100-byte values, linger.ms {args.linger_ms}, acks=all, idempotent, "
+          f"{args.seconds:g} s measured after {args.warmup:g} s of warm-up\n")
+    print("| round | producer | load | delivered msg/s | requests | latency p50 / p99 / max ms "
+          "| generator lag p99 / max ms | CPU s | brokers' CPU s |")
+    print("|---:|---|---:|---:|---:|---|---|---:|---:|")
+    for number, runs in enumerate(rounds, 1):
+        for run in runs:
+            if "command" in run:  # the C tool
+                asked = (f"-r {run['target_rate']:,}" if run["target_rate"]
+                         else "unthrottled")
+                ms = run["latency_ms"]
+                lat = (f"{ms['p50']:,.0f} / {ms['p99']:,.0f} / {ms['max']:,.0f} "
+                       "(from produce())" if ms else "-")
+                print(f"| {number} | rdkafka_performance (C) {asked} | {run['load']:.1f} "
+                      f"| {run['delivered_per_s']:,} | - | {lat} | - | {run['cpu_s']:.1f} "
+                      f"| {run['brokers_cpu_s']:.1f} |")
+                continue
+            print(f"| {number} | {run['title']} | {run['load']:.1f} "
+                  f"| {run['achieved_per_s']:,.0f} | {run['requests']:,} "
+                  f"| {run['p50_ms']:,.0f} / {run['p99_ms']:,.0f} / {run['max_ms']:,.0f} "
+                  f"| {run['lag_p99_ms']:,.1f} / {run['lag_max_ms']:,.1f} "
+                  f"| {run['cpu_s']:.1f} | {run['brokers_cpu_s']:.1f} |")
+    for runs in rounds[:1]:
+        for run in runs:
+            if "command" in run:
+                print(f"\n`rdkafka_performance {run['command']}`: wall {run['wall_s']:.1f} s, "
+                      f"failed {run['failed']}, queue-full retries {run['queue_full_retries']}")
 
 
 def main() -> None:
@@ -182,6 +244,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rdkafka-performance", type=Path, required=True)
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--unthrottled", action="store_true")
     parser.add_argument("--rate", type=int, default=20_000)
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--linger-ms", type=int, default=500)
@@ -194,16 +259,25 @@ def main() -> None:
     with KafkaCluster(nodes=3, progress=lambda m: print(m, file=sys.stderr)) as cluster:
         print(f"Started {cluster.description} in {cluster.start_time_s:.1f} s.",
               file=sys.stderr)
-        c_runs = [rdkafka_performance(args.rdkafka_performance, cluster, args, args.rate,
-                                      "paced"),
-                  rdkafka_performance(args.rdkafka_performance, cluster, args, None,
-                                      "unthrottled")]
-        kbatch = (None if args.no_kbatch
-                  else kbatch_librdkafka(args.rdkafka_performance, cluster, args))
-    print_table(args, c_runs, kbatch)
+        rounds = [one_round(args, cluster, number) for number in range(1, args.repeat + 1)]
+        if args.unthrottled:
+            rounds[-1].append(rdkafka_performance(args.rdkafka_performance, cluster, args,
+                                                  None, "unthrottled"))
+    print_table(args, rounds)
     if args.json:
-        args.json.write_text(json.dumps({"rdkafka_performance": c_runs, "kbatch": kbatch},
-                                        indent=2))
+        args.json.write_text(json.dumps({"rounds": rounds}, indent=2))
+
+
+def one_round(args: argparse.Namespace, cluster: KafkaCluster,
+              number: int) -> list[dict[str, Any]]:
+    """The C tool and kbatch's runs back to back, each on its own fresh topic."""
+    tool = args.rdkafka_performance
+    runs = [rdkafka_performance(tool, cluster, args, args.rate, f"paced-{number}")]
+    if not args.no_kbatch:
+        for label, mode, settings, title in kbatch_runs(args.linger_ms):
+            run = kbatch_run(tool, cluster, args, f"{label}-{number}", mode, settings)
+            runs.append({**run, "title": title})
+    return runs
 
 
 if __name__ == "__main__":

@@ -270,3 +270,13 @@ class Workload:
 def message_id_of(value: bytes) -> int:
     """The id a value carries (see `message_source.TopicSource.values`; sizes >= 8)."""
     return int.from_bytes(value[:ID_BYTES], "big")
+
+
+def values_carry_ids(spec: TopicSpec) -> bool:
+    """Whether every value of the topic starts with its whole message id, so that
+    `message_id_of` names the message a client reports on (values shorter than 8 bytes
+    carry only the id's last bytes)."""
+    sizes = spec.sizes
+    smallest = {"uniform": sizes.minimum,
+                "weighted": min(sizes.sizes, default=0)}.get(sizes.kind, sizes.size)
+    return spec.payload.kind == "file" or smallest >= ID_BYTES

@@ -5,6 +5,8 @@ frames a wire proxy saw, and its messages must land where they were sent."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from producer_core.config import build_settings
@@ -15,6 +17,8 @@ from tests.client_checks import (
     assert_read_back_where_reported,
     assert_same_partitions,
 )
+from tests.kafka_fixtures import fresh_topic
+from tests.readback import read_all
 
 pytestmark = pytest.mark.broker
 
@@ -52,3 +56,22 @@ def test_librdkafka_counts_latencies_and_wire_agree(counted_broker):
 
 def test_librdkafka_sends_the_engines_messages_to_the_same_partitions(broker_bootstrap):
     assert_same_partitions(broker_bootstrap.bootstrap, "partition", "librdkafka")
+
+
+def test_librdkafka_values_too_short_for_an_id_are_reported_per_message(tansu_broker):
+    """4-byte values cannot name their message: each keeps its own callback, and every
+    report still lands on its message, at the partition and offset stored."""
+    workload = Workload(topic=fresh_topic("rdk-short"), partitions=4, rate=2000,
+                        duration_s=0.5, message_size=4)
+    deliveries: list[Delivery] = []
+    results = run(workload, build_settings(mode="librdkafka"), "librdkafka",
+                  tansu_broker.bootstrap, deliveries=deliveries)
+    doc = results.to_dict()
+    assert doc["messages"] == all_acknowledged(1000)
+    assert doc["latency"]["count"] == 1000
+    assert sorted(d.message_ids[0] for d in deliveries) == list(range(1000))
+    found = asyncio.run(read_all(tansu_broker.bootstrap, workload.topic, 4, expected=1000))
+    stored = {(partition, offset) for partition, records in found.items()
+              for offset, _, _ in records}
+    assert {(d.partition, d.base_offset) for d in deliveries} == stored
+    assert len(stored) == 1000
