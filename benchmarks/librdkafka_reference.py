@@ -7,7 +7,8 @@ settings (100-byte keyless values, ``linger.ms`` 500, ``acks=all``, idempotence 
 
 1. librdkafka's own C benchmark, ``rdkafka_performance -P``, paced at the seed's rate
    (``-r``); it leaves the partition to librdkafka's default partitioner, which for keyless
-   messages is sticky (one partition for ``sticky.partitioning.linger.ms``, 10 ms);
+   messages is sticky (one partition for ``sticky.partitioning.linger.ms``, which
+   librdkafka makes twice ``linger.ms`` when it is not set);
 2. kbatch's mode ``librdkafka`` (the same C library, driven from Python), the seed's shape:
    round-robin over every partition, as kbatch's engine;
 3. the same with ``-X partitioner=consistent_random``: librdkafka partitions, as in the C
@@ -20,7 +21,9 @@ Every run is measured the same way: the first ``--warmup`` seconds are left out 
 and a new topic's start is charged to no one. Latency is from ``produce()`` for the C tool
 and from the intended send time for kbatch (the generator lag apart).
 With ``--unthrottled``, the C tool also runs once as fast as it can (the rate librdkafka
-itself reaches on this cluster).
+itself reaches on this cluster). With ``--c-spread``, the C tool also runs paced in the
+seed's request shape (``C_SPREAD``: each message to a random partition, no stickiness), so
+librdkafka's own figures stand beside kbatch's round-robin run.
 
 ``rdkafka_performance`` is librdkafka's ``examples/rdkafka_performance.c``. Build it from
 librdkafka's sources (Debian: ``apt-get source librdkafka``; or a release tarball)::
@@ -32,7 +35,7 @@ and pass its path with ``--rdkafka-performance``.
 
     python benchmarks/librdkafka_reference.py --rdkafka-performance PATH
         [--seconds 30] [--warmup 5] [--repeat 2] [--unthrottled] [--rate 20000]
-        [--partitions 1000] [--linger-ms 500] [--json PATH]
+        [--partitions 1000] [--linger-ms 500] [--c-spread] [--json PATH]
 
 Pacing differs: ``rdkafka_performance -r R`` sleeps ``1e6/R`` microseconds after every
 message, so the sleep's own overhead lowers the rate it reaches; kbatch paces against the
@@ -82,15 +85,21 @@ def _topic(cluster: KafkaCluster, name: str, partitions: int) -> None:
     asyncio.run(create())
 
 
+C_SPREAD = {"partitioner": "random", "sticky.partitioning.linger.ms": "0"}
+"""The C tool in the seed's request shape: every message to a random partition (stickiness
+off), so each window holds a batch for every partition, as kbatch's round-robin does."""
+
+
 def rdkafka_performance(tool: Path, cluster: KafkaCluster, args: argparse.Namespace,
-                        rate: int | None, label: str) -> dict[str, Any]:
+                        rate: int | None, label: str,
+                        extra: dict[str, str] | None = None) -> dict[str, Any]:
     """One run of the C tool; its final summary line parsed. Paced, it sends the warm-up's
     messages first and leaves their latencies out, as kbatch's --warmup does."""
     topic = f"librdkafka-ref-{label}"
     _topic(cluster, topic, args.partitions)
     warmup = int(args.rate * args.warmup) if rate is not None else 0
     count = int(args.rate * args.seconds) + warmup
-    settings = {**LIBRDKAFKA_SETTINGS, "linger.ms": str(args.linger_ms)}
+    settings = {**LIBRDKAFKA_SETTINGS, "linger.ms": str(args.linger_ms), **(extra or {})}
     latencies = Path(tempfile.mkdtemp()) / "latency.txt"
     cmd = [str(tool), "-P", "-t", topic, "-b", cluster.bootstrap, "-s", "100", "-c", str(count),
            "-a", "-1", "-i", "5000", "-l", "-A", str(latencies)]
@@ -220,6 +229,8 @@ def print_table(args: argparse.Namespace, rounds: list[list[dict[str, Any]]]) ->
             if "command" in run:  # the C tool
                 asked = (f"-r {run['target_rate']:,}" if run["target_rate"]
                          else "unthrottled")
+                if "partitioner=random" in run["command"]:
+                    asked += ", a random partition per message"
                 ms = run["latency_ms"]
                 lat = (f"{ms['p50']:,.0f} / {ms['p99']:,.0f} / {ms['max']:,.0f} "
                        "(from produce())" if ms else "-")
@@ -251,6 +262,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--linger-ms", type=int, default=500)
     parser.add_argument("--no-kbatch", action="store_true")
+    parser.add_argument("--c-spread", action="store_true",
+                        help="also run the C tool in the seed's request shape (C_SPREAD)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if not args.rdkafka_performance.is_file():
@@ -273,6 +286,9 @@ def one_round(args: argparse.Namespace, cluster: KafkaCluster,
     """The C tool and kbatch's runs back to back, each on its own fresh topic."""
     tool = args.rdkafka_performance
     runs = [rdkafka_performance(tool, cluster, args, args.rate, f"paced-{number}")]
+    if args.c_spread:
+        runs.append(rdkafka_performance(tool, cluster, args, args.rate,
+                                        f"paced-spread-{number}", C_SPREAD))
     if not args.no_kbatch:
         for label, mode, settings, title in kbatch_runs(args.linger_ms):
             run = kbatch_run(tool, cluster, args, f"{label}-{number}", mode, settings)
