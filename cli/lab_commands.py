@@ -7,7 +7,7 @@ import os
 import signal
 import time
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,7 +17,8 @@ from cli.options import broker_options
 from cli.render import console
 from producer_core.brokers import validate_broker_choice
 from producer_core.brokers.kafka_security import LAB_LISTENER, LAB_PROTOCOLS, SecuredLab
-from producer_core.brokers.lab import MAX_BROKERS, DelayModel, Lab
+from producer_core.brokers.lab.delay import DelayModel
+from producer_core.brokers.lab.shape import MAX_BROKERS
 from producer_core.brokers.lab.state import (
     UP_MARKER,
     backend_marker,
@@ -32,6 +33,9 @@ from producer_core.brokers.lab.state import (
     write_state,
 )
 from producer_core.errors import BrokerError, UsageError
+
+if TYPE_CHECKING:
+    from producer_core.brokers.lab.cluster import Lab
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -99,6 +103,8 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, bro
 
             serve_docker_lab(brokers, rtt_ms, jitter_ms, kafka_image, base_port)
             return
+        from producer_core.brokers.lab.cluster import Lab  # the client library: not for --help
+
         with Lab(brokers, rtt_ms, jitter_ms, base_port=base_port, facade="thread") as running:
             nodes = TansuNodes(running)
             document = _state_document(running)

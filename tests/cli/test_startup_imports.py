@@ -59,7 +59,8 @@ def test_importing_the_command_line_imports_no_heavy_library() -> None:
     assert heavy_after("import cli.main") == []
 
 
-HELP_ARGS = [["--help"], ["-h"], ["--version"], *[[name, "--help"] for name in LIGHT_HELP]]
+HELP_ARGS = [["--help"], ["-h"], ["--version"], *[[name, "--help"] for name in LIGHT_HELP],
+             *[["lab", name, "--help"] for name in LAB_COMMANDS]]
 
 
 @pytest.mark.parametrize("args", HELP_ARGS)
@@ -77,6 +78,8 @@ def test_every_commands_help_is_checked() -> None:
     """No command left out of the help check (the table is the source)."""
     checked = {args[0] for args in HELP_ARGS if len(args) == 2 and args[1] == "--help"}
     assert checked == set(COMMANDS)
+    lab_checked = {args[1] for args in HELP_ARGS if len(args) == 3 and args[0] == "lab"}
+    assert lab_checked == set(LAB_COMMANDS)
 
 
 def test_help_loads_no_command_module() -> None:

@@ -27,25 +27,8 @@ from producer_core.brokers.lab.delay import DelayModel
 from producer_core.brokers.lab.facade import Facade
 from producer_core.brokers.lab.layout import Layout, Node
 from producer_core.brokers.lab.process import FacadeProcess
+from producer_core.brokers.lab.shape import validate_shape
 from producer_core.errors import BrokerError, UsageError
-
-MAX_BROKERS = 16
-"""Each backend is a Tansu process (~15 MB, two runtime threads); more than this on one
-machine measures the machine, not the producer."""
-
-
-def validate_shape(brokers: int, base_port: int | None = None) -> None:
-    """Refuse a lab size or port range that cannot work, saying what is allowed."""
-    if not 1 <= brokers <= MAX_BROKERS:
-        raise UsageError(
-            f"--brokers {brokers} is out of range: a lab has 1 to {MAX_BROKERS} brokers "
-            "(each is a Tansu process on this machine)."
-        )
-    if base_port is not None and not (base_port >= 1 and base_port + brokers - 1 <= 65535):
-        raise UsageError(
-            f"--base-port {base_port} with --brokers {brokers} needs ports {base_port} to "
-            f"{base_port + brokers - 1}; ports go from 1 to 65535."
-        )
 
 
 def replay_frames(host: str, port: int, frames: Sequence[bytes], timeout_s: float) -> None:
