@@ -20,12 +20,14 @@ from producer_core.measure.broker_cost import (
     section,
     value_at,
 )
-from producer_core.measure.cost_run import bottleneck_warning
+from producer_core.measure.cost_run import bottleneck_warning, measured_rtt_p99_ms
 from producer_core.measure.kafka_metrics import KafkaReading, TimeHistogram, reading
 from producer_core.measure.metrics_endpoint import parse_urls, redact_url
 from producer_core.measure.process_cost import CpuReading
 from producer_core.measure.prometheus_text import parse
-from tests.results_fakes import fake_results, with_broker_cost
+from producer_core.results.histogram import LatencyHistogram
+from producer_core.results.metrics import RequestRecord
+from tests.results_fakes import WORKLOAD, fake_results, with_broker_cost
 
 
 def _cpu(s: float) -> CpuReading:
@@ -212,6 +214,35 @@ def test_the_broker_is_named_when_round_trips_make_messages_late():
 def test_no_bottleneck_warning_when_the_generator_is_late_or_round_trips_short():
     assert bottleneck_warning(_late_results(3.0, 5.0)) is None
     assert bottleneck_warning(_late_results(0.0001, 0.002)) is None
+
+
+def _stalled_warm_up(warmup_s: float):
+    """A run whose first requests (inside 1 s) stalled for 16 s, as a new topic's can on
+    Kafka, and whose later requests answered in 20 ms: latency p99 490 ms."""
+    results = fake_results("broker", workload={**WORKLOAD, "warmup_s": warmup_s})
+    m = results.metrics
+    m.requests.clear()
+    for index in range(100):
+        send_time = index * 0.05
+        m.record_request(RequestRecord(send_time_s=send_time, broker=1, partitions=8,
+                                       records=100, bytes=14_000, reason="broker_linger",
+                                       linger_ms=475.0, attempt=1,
+                                       rtt_ms=16_000.0 if send_time < 1.0 else 20.0))
+    m.rtt = LatencyHistogram()
+    m.rtt.record_seconds([r.rtt_ms / 1000 for r in m.requests])
+    m.latency = LatencyHistogram()
+    m.latency.record_seconds([0.49] * 1000)
+    m.generator_lag = LatencyHistogram()
+    m.generator_lag.record_seconds([0.002] * 1000)
+    return results
+
+
+def test_round_trips_of_the_warm_up_do_not_make_a_broker_bottleneck():
+    """The latency leaves the warm-up out: the round trips it is judged against must too."""
+    assert bottleneck_warning(_stalled_warm_up(warmup_s=1.0)) is None
+    assert measured_rtt_p99_ms(_stalled_warm_up(warmup_s=1.0)) == 20.0
+    whole_run = bottleneck_warning(_stalled_warm_up(warmup_s=0.0))  # no warm-up: they count
+    assert whole_run is not None and "round trip p99 16,0" in whole_run
 
 
 def test_report_chart_of_broker_cpu_per_mode_and_node(tmp_path):
