@@ -640,3 +640,56 @@ def test_a_held_partition_does_not_hold_back_the_others_once_an_append_comes():
     assert acc.has_data(0)  # still queued, still held, collected for the next window
     acc.release(0)
     assert _poll_within(policy, 0.040, PollContext(FREE)) != []
+
+
+# ------------------------------------- a due collection behind an unfinished send
+def _polls_until_quiet(policy, now: float, context: PollContext, most: int = 100) -> int:
+    """Poll as the engine does, again whenever `next_wakeup` says a poll is due by `now`
+    (no event comes: the broker has not answered); the number of polls made."""
+    for polls in range(1, most + 1):
+        assert policy.poll(now, context) == []
+        wake = policy.next_wakeup()
+        if wake is None or wake > now:
+            return polls
+    return most + 1
+
+
+@pytest.mark.parametrize("flushing", [False, True])
+def test_a_due_collection_behind_an_unfinished_send_waits_for_a_response(flushing: bool):
+    """A send that needs more requests than the broker has free slots stays pending; the
+    next collection, once due, can only go after it, when a response frees a slot. Its
+    window end (or a flush) is in the past: reported as a wake-up, the engine turned
+    without pause as long as the broker took (at 10,000 partitions on a slow Kafka node,
+    most of a core and 64 µs of kbatch CPU per message)."""
+    acc, policy = make(partitions=4, linger_s=0.010, max_request_size=request_room(1))
+    for slot in range(3):
+        append(acc, policy, slot, now=0.0)
+    assert sent_slots(policy.poll(0.010, PollContext({1: 1}))) == [[0]]  # 1 and 2 wait
+    append(acc, policy, 3, now=0.011)  # the next window: until 0.021
+    blocked = PollContext({}, flushing=flushing)
+    now = 0.012 if flushing else 0.025
+    assert _polls_until_quiet(policy, now, blocked) == 1
+    assert policy.next_wakeup() is None  # only a response can help
+    # the response: the unfinished send goes on, then the next collection, as before
+    plans = policy.poll(now + 0.001, PollContext({1: 5}, flushing=flushing))
+    assert sent_slots(plans) == [[1], [2], [3]]
+    # the unfinished send keeps its reason; the collection behind it has its own
+    assert [plan.reason for plan in plans] == [
+        "broker_linger", "broker_linger", "flush" if flushing else "broker_linger"]
+    assert policy.stats()["sends"] == 2
+    assert acc.empty
+
+
+def test_a_collection_not_due_behind_an_unfinished_send_still_wakes_at_its_window_end():
+    acc, policy = make(partitions=4, linger_s=0.010, max_request_size=request_room(1))
+    for slot in range(3):
+        append(acc, policy, slot, now=0.0)
+    policy.poll(0.010, PollContext({1: 1}))
+    append(acc, policy, 3, now=0.011)
+    assert policy.poll(0.012, PollContext({})) == []
+    assert policy.next_wakeup() == pytest.approx(0.021)  # its window ends then
+    assert policy.poll(0.021, PollContext({})) == []  # due now, behind the send
+    assert policy.next_wakeup() is None
+    append(acc, policy, 3, now=0.022, message_id=1)  # an append does not unblock it
+    assert policy.poll(0.022, PollContext({})) == []
+    assert policy.next_wakeup() is None

@@ -290,3 +290,20 @@ def test_a_stop_gives_in_flight_requests_a_grace_then_ends_them_interrupted() ->
     assert m.messages_acked == 0
     assert m.messages_unknown + m.messages_failed == m.messages_generated > 0
     assert set(m.unknown_reasons) | set(m.failed_reasons) == {INTERRUPTED}
+
+
+def test_mode_broker_behind_a_slow_broker_waits_for_responses_without_spinning() -> None:
+    """Sends of several requests each (two partitions per request) on one request slot per
+    broker, and a broker that takes 50 ms to answer: a send waits for slots most of the
+    time, and the next collection is due behind it. The loop sleeps until a response then
+    (it turned without pause before: the collection's past window end was reported as its
+    next wake-up; at 10,000 partitions on a slow Kafka node that was most of a core)."""
+    shell = Shell(Workload(topic="t", partitions=16, rate=2000, duration_s=0.2),
+                  {"broker.linger.ms": "10", "produce.request.max.partitions": "2",
+                   "max.in.flight.requests.per.connection": "1"}, mode="broker", rtt=0.05)
+    shell.run(limit=20_000)
+    m = shell.metrics
+    assert m.messages_generated == m.messages_acked == 400 and m.complete
+    assert max(record.partitions for record in m.requests) == 2  # 4 requests a send
+    # a turn per paced generator pass (0.2 s / 0.25 ms) and per response, a few more
+    assert len(shell.turns) <= 0.2 / 0.00025 + 2 * len(m.requests) + 50

@@ -53,6 +53,11 @@ class Collector:
     """A send of this collection built no request (every partition held: a retry's
     backoff, or an earlier batch still unsettled) and it is due again: only an event (a
     retry coming back, a response, an append) can change that, so no wake-up for it."""
+    behind_send: bool = False
+    """Due while the broker's previous send still waits for request slots to finish: the
+    collection can only go after it, once a response frees a slot, so no wake-up for it
+    (reported by the clock, its past window end made the engine turn without pause for
+    as long as the broker took: most of a core at 10,000 partitions on a slow node)."""
 
 
 @dataclass
@@ -254,6 +259,7 @@ class CollectorPolicy(LingerPolicy):
             collector.retry = False
             collector.due_since = None
             collector.stalled = False
+            collector.behind_send = False
         collector.slots[slot] = now
         collector.bytes_bound += self._slot_bytes(slot)
         self._collected[slot] = broker
@@ -367,6 +373,7 @@ class CollectorPolicy(LingerPolicy):
         collector.retry = False
         collector.due_since = None
         collector.stalled = False
+        collector.behind_send = False
         if not slots:
             return
         self._sends.append(send)
@@ -443,6 +450,9 @@ class CollectorPolicy(LingerPolicy):
                     self.start_send(broker, collector, reason, now)
                     continue
                 if free <= 0:
+                    if collector is not None and not collector.behind_send and (
+                            self._due_reason(collector, now) is not None):
+                        collector.behind_send = True
                     break
                 built = self._drain(send, now, free, plans)
                 free -= built
@@ -468,8 +478,9 @@ class CollectorPolicy(LingerPolicy):
         """The earliest time a trigger of a collector that is not due yet will hold.
 
         A collector already due (flush, cap, retry or window over) that is waiting for a
-        free request slot is left out: a response, not time, unblocks it; so is one whose
-        last send found every partition held (`Collector.stalled`). One that became
+        free request slot, itself or behind its broker's unfinished send
+        (`Collector.behind_send`), is left out: a response, not time, unblocks it; so is
+        one whose last send found every partition held (`Collector.stalled`). One that became
         due by an event since the last poll is reported at its window start (in the past),
         so the caller polls at once.
         """
@@ -477,7 +488,8 @@ class CollectorPolicy(LingerPolicy):
             self._chain = tuple(self.triggers())
         earliest: float | None = None
         for collector in self._collectors.values():
-            if not collector.slots or collector.due_since is not None or collector.stalled:
+            if (not collector.slots or collector.due_since is not None or collector.stalled
+                    or collector.behind_send):
                 continue
             for trigger in self._chain:
                 when = trigger.wake(self, collector)
