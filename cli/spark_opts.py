@@ -70,6 +70,18 @@ def runner_from_flags(flags: dict[str, Any], bootstrap_servers: str | None) -> R
             verb = "applies" if len(given) == 1 else "apply"
             raise UsageError(f"{', '.join(given)} only {verb} with --runner spark.")
         return Runner()
+    master, workers, conf = checked_spark_target(workers, master_url, conf_items,
+                                                 bootstrap_servers)
+    return Runner(master, workers, DEFAULT_START_LEAD_S if lead is None else lead, conf)
+
+
+def checked_spark_target(workers: int | None, master_url: str | None,
+                         conf_items: tuple[str, ...], bootstrap: str | None,
+                         own_brokers: bool = False) -> tuple[Master, int, dict[str, str]]:
+    """`--runner spark`'s master, workers and Spark conf, checked before anything starts:
+    enough slots, brokers the workers can reach, pyspark installed. `own_brokers`: without
+    a bootstrap each task starts its own broker on its own machine (sweep cells), so there
+    is nothing to reach."""
     from producer_core.distributed.plan import (
         check_reachable,
         check_slots,
@@ -81,10 +93,11 @@ def runner_from_flags(flags: dict[str, Any], bootstrap_servers: str | None) -> R
     workers = workers or 2
     master = parse_master(master_url or default_master(workers))
     check_slots(master, workers)
-    check_reachable(master, bootstrap_servers)
+    if bootstrap or not own_brokers:
+        check_reachable(master, bootstrap)
     conf = parse_conf(conf_items)
     require_pyspark("--runner spark")
-    return Runner(master, workers, DEFAULT_START_LEAD_S if lead is None else lead, conf)
+    return master, workers, conf
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from cli.output_paths import writable_dir
 from cli.render import console, out
 from cli.results_tables import _duration, sweep_table
 from cli.run_pipeline import run_pipeline
-from cli.spark_opts import Runner
+from cli.spark_opts import Runner, checked_spark_target
 from cli.stopping import StopOnSignal
 from producer_core.analysis.compare import parse_modes
 from producer_core.analysis.sweep import (
@@ -53,22 +53,10 @@ def spark_cells(runner: str, workers: int | None, master_url: str | None,
         if given:
             raise UsageError(f"{', '.join(given)} only apply with --runner spark.")
         return None
-    from producer_core.distributed.plan import (
-        check_reachable,
-        check_slots,
-        default_master,
-        parse_master,
-    )
-    from producer_core.distributed.session import parse_conf, require_pyspark
     from producer_core.distributed.sweep_spark import SparkCells
 
-    workers = workers or 2
-    master = parse_master(master_url or default_master(workers))
-    check_slots(master, workers)
-    if bootstrap:  # without one, each task's own broker is on the task's machine
-        check_reachable(master, bootstrap)
-    conf = parse_conf(conf_items)
-    require_pyspark("--runner spark")
+    master, workers, conf = checked_spark_target(workers, master_url, conf_items, bootstrap,
+                                                 own_brokers=True)
     return SparkCells(master, workers, conf, shape)
 
 
