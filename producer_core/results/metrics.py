@@ -108,7 +108,9 @@ class TopicMetrics:
 class RunMetrics:
     """Mutable counters the engine updates while it runs."""
 
-    requests: list[RequestRecord] = field(default_factory=list)
+    requests: list[RequestRecord] = field(default_factory=list, repr=False)
+    """Left out of the repr: asyncio's runner formats the run's result (a `Results`) when it
+    ends, and tens of thousands of records took 0.1 s there."""
     requests_by_broker: Counter[int] = field(default_factory=Counter)
     retried_requests: int = 0
     records_sent: int = 0
