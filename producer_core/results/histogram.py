@@ -68,6 +68,7 @@ class LatencyHistogram:
         """Create an empty histogram (``_hdr`` is internal: wraps a decoded hdrh one)."""
         self._pending: list[np.ndarray] = []
         self._pending_size = 0
+        self._pending_us: list[int] = []
         self._raw_hdr = (
             _hdr if _hdr is not None else HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
         )
@@ -81,12 +82,15 @@ class LatencyHistogram:
         return self._raw_hdr
 
     def _flush(self) -> None:
-        """Record what `record_seconds` buffered: one numpy pass for many small arrays."""
-        if not self._pending:
-            return
-        pending = self._pending
-        self._pending, self._pending_size = [], 0
-        self._record_now(np.concatenate(pending) if len(pending) > 1 else pending[0])
+        """Record what `record_seconds` and `record_us` buffered: one numpy pass each."""
+        if self._pending:
+            pending = self._pending
+            self._pending, self._pending_size = [], 0
+            self._record_now(np.concatenate(pending) if len(pending) > 1 else pending[0])
+        if self._pending_us:
+            values = self._pending_us
+            self._pending_us = []
+            self._add_values(np.clip(np.array(values, dtype=np.int64), 0, self._highest))
 
     # ------------------------------------------------------------------ recording
 
@@ -138,8 +142,12 @@ class LatencyHistogram:
         self._add_values(us)
 
     def record_us(self, value: int) -> None:
-        """Record one latency in integer µs, clamped like ``record_seconds``."""
-        self._hdr.record_value(min(max(int(value), 0), self._highest))
+        """Record one latency in integer µs, clamped like ``record_seconds`` (buffered
+        like it: one per request, where hdrh's own `record_value` is a few µs of Python)."""
+        pending = self._pending_us
+        pending.append(int(value))
+        if len(pending) >= _FLUSH_VALUES:
+            self._flush()
 
     # ------------------------------------------------------------------ queries
 
