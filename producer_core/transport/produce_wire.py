@@ -29,7 +29,7 @@ _ENTRY_V3 = struct.Struct(">ihqq")
 """partition, error_code, offset (base), timestamp (log append time)."""
 _ENTRY_V5 = struct.Struct(">ihqqq")
 """... and log_start_offset (v5 on)."""
-_FAST_FROM = 3
+FAST_FROM = 3
 """The first version with the transactional id; v3-v7 share one request schema."""
 
 
@@ -111,7 +111,7 @@ class ProduceRequest(AiokafkaProduceRequest):
     answered through `encode_produce` and `decode_produce_response`."""
 
     def build(self, request_struct_class: Any) -> Any:
-        if request_struct_class.API_VERSION < _FAST_FROM:
+        if request_struct_class.API_VERSION < FAST_FROM:
             return super().build(request_struct_class)
         return _fast_class(request_struct_class)(
             self._transactional_id, self._required_acks, self._timeout, self._topics)

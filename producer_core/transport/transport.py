@@ -31,6 +31,8 @@ from producer_core.topic_creation import (
     TopicCreation,
 )
 from producer_core.transport.connect_errors import connection_problem
+from producer_core.transport.produce_send import ProduceLine, answer
+from producer_core.transport.produce_wire import ProduceRequest
 from producer_core.transport.producer_id import IdempotentInitProducerId
 
 CONNECT_TIMEOUT_S = 10.0
@@ -100,6 +102,8 @@ class Cluster:
         self._security_kwargs = security.aiokafka_kwargs()  # one SSL context, shared
         self.view: ClusterView | None = None
         self._conns: dict[int, AIOKafkaConnection] = {}
+        self._lines: dict[int, ProduceLine] = {}
+        """Each broker connection's direct produce path (`produce_send`)."""
         self._bootstrap_conn: AIOKafkaConnection | None = None
 
     @classmethod
@@ -123,10 +127,15 @@ class Cluster:
     def send(self, node_id: int, request: Any, expect_response: bool = True) -> Awaitable[Any]:
         """Write `request` to the connection of broker `node_id`; the awaitable gives the
         response (None when none is expected). Raises KafkaConnectionError at once when
-        there is no open connection: the request was not written."""
+        there is no open connection: the request was not written.
+
+        A ProduceRequest that expects a response goes the direct way (`produce_send`): a
+        plain future with no timeout of its own (the producer core times requests out)."""
         conn = self._conns.get(node_id)
         if conn is None or not conn.connected():
             raise KafkaConnectionError(f"no open connection to broker {node_id}")
+        if expect_response and isinstance(request, ProduceRequest):
+            return self._lines[node_id].send(request)
         return conn.send(request, expect_response=expect_response)
 
     def has_connection(self, node_id: int) -> bool:
@@ -137,6 +146,7 @@ class Cluster:
         """Drop the connection to `node_id` (a request timed out: whatever it still carries
         must not be applied later); requests waiting on it fail with a connection error."""
         conn = self._conns.pop(node_id, None)
+        self._lines.pop(node_id, None)
         if conn is not None:
             conn.close()
 
@@ -365,6 +375,7 @@ class Cluster:
                 "cluster advertises this address; it must be reachable from this machine."
             ) from exc
         self._conns[node_id] = conn
+        self._lines[node_id] = ProduceLine(conn)
         return conn
 
     async def close(self) -> None:
@@ -372,6 +383,7 @@ class Cluster:
             if conn is not None:
                 conn.close()
         self._conns.clear()
+        self._lines.clear()
         self._bootstrap_conn = None
 
 
@@ -389,7 +401,8 @@ def _tolerant_frame(conn: AIOKafkaConnection, handle: Any, frame: bytes) -> None
     expected = waiting[0][0]
     if expected is not None and len(frame) >= 4 and struct.unpack_from(">i", frame)[0] != expected:
         return
-    handle(frame)
+    if not answer(conn, frame):  # not a request of `produce_send`'s
+        handle(frame)
 
 
 def _not_served(topic: str, leaders: list[int], refused: Counter[str],
