@@ -266,10 +266,8 @@ class SlotQueue(deque):  # type: ignore[type-arg]
     go, so a policy asking a slot's bytes does not sum its batches)."""
 
     __slots__ = ("record_bytes",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.record_bytes = 0
+    """Set by `Accumulator._queue` when it makes the queue (no `__init__` of its own: a
+    queue is made for nearly every batch when each partition holds one at a time)."""
 
 
 NO_BATCHES: tuple[ProducerBatch, ...] = ()
@@ -317,6 +315,7 @@ class Accumulator:
         queue = self.queues[slot]
         if type(queue) is not SlotQueue:
             queue = self.queues[slot] = SlotQueue()
+            queue.record_bytes = 0
         return queue
 
     def _open_batch(self, slot: int, now: float, writer: bool = False
