@@ -129,3 +129,37 @@ def test_none_mode_sends_whatever_is_queued():
     plans = policy.poll(0.0, PollContext({1: 5}))
     assert sent_slots(plans) == [[0, 1]] and plans[0].reason == "immediate"
     assert policy.next_wakeup() is None
+
+
+def _ready_order(poll_at_deadlines: bool) -> tuple[list[list[int]], list[float | None]]:
+    """Slots 0-2 wait for linger (deadlines 10, 12, 14 ms) while every request slot is
+    taken; slot 3 fills a batch at 15 ms; slots free at 16 ms. With
+    `poll_at_deadlines` the loop polls at each deadline anyway (what it did when every
+    deadline woke it)."""
+    acc, policy = make(partitions=4, linger_s=0.010, batch_size=1024)
+    wakeups = []
+    for slot, now in ((0, 0.000), (1, 0.002), (2, 0.004)):
+        append(acc, policy, slot, now=now)
+    assert policy.poll(0.005, PollContext({})) == []  # every slot taken
+    wakeups.append(policy.next_wakeup())
+    if poll_at_deadlines:
+        for deadline in (0.010, 0.012, 0.014):
+            assert policy.poll(deadline, PollContext({})) == []
+    for i in range(12):  # ~110 bytes a record: slot 3's first batch fills at 15 ms
+        append(acc, policy, 3, now=0.015, message_id=i)
+    plans = policy.poll(0.016, PollContext({1: 2}))  # one request; a slot stays free
+    wakeups.append(policy.next_wakeup())
+    return sent_slots(plans), wakeups
+
+
+def test_with_every_request_slot_taken_linger_deadlines_wake_no_one():
+    sent, wakeups = _ready_order(poll_at_deadlines=False)
+    assert wakeups[0] is None  # only a response (a free slot) can send anything
+    assert wakeups[1] == pytest.approx(0.015 + 0.010)  # slot 3's open batch, once free
+
+
+def test_deadlines_passed_meanwhile_keep_their_place_in_the_ready_order():
+    """The slots whose deadlines passed while no slot was free are ready before slot 3,
+    whose batch filled later: the same request as when every deadline was polled."""
+    sent, _ = _ready_order(poll_at_deadlines=False)
+    assert sent == _ready_order(poll_at_deadlines=True)[0] == [[0, 1, 2, 3]]

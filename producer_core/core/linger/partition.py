@@ -12,6 +12,7 @@ slot is free, and what queues meanwhile rides along in the next request.
 
 from __future__ import annotations
 
+from collections import Counter
 from itertools import islice
 
 from producer_core.core.accumulator import (
@@ -45,6 +46,11 @@ class PartitionLinger(LingerPolicy):
         self._deadlines = HeadDeadlines(accumulator, linger_s)
         # broker -> ready slots, in the order they became ready (oldest first)
         self._ready: dict[int, dict[int, None]] = {}
+        self._slots_full = False
+        """The last poll left no broker a free request slot: a linger deadline can then
+        send nothing, so it wakes no one (a response, which frees a slot, always brings a
+        poll). At 10,000 partitions every batch has its own deadline, and on a broker
+        that answers slowly most of those wake-ups found every slot taken."""
 
     def _mark_ready(self, slot: int) -> None:
         self._ready.setdefault(self.leaders[slot], {})[slot] = None
@@ -67,17 +73,27 @@ class PartitionLinger(LingerPolicy):
             self._deadlines.watch(slot, head)
 
     def on_append(self, slot: int, event: int, now: float) -> None:
+        self._catch_up(now)
         if event == BECAME_NONEMPTY:
             self._watch_head(slot)
         elif event == BATCH_FILLED:
             self._mark_ready(slot)
 
     def on_requeue(self, slot: int, now: float) -> None:
+        self._catch_up(now)
         self._mark_ready(slot)
 
     def _expire(self, now: float) -> None:
         for slot in self._deadlines.expired(now, everything=self.flushing):
             self._mark_ready(slot)
+
+    def _catch_up(self, now: float) -> None:
+        """Before a slot is marked ready by an append or a retry: the deadlines that passed
+        unwatched while every slot was taken, as the polls at those deadlines would have
+        marked them (a poll at the same instant comes after the appends: not those)."""
+        if self._slots_full:
+            for slot in self._deadlines.expired(now, before=True):
+                self._mark_ready(slot)
 
     def poll(self, now: float, context: PollContext) -> list[RequestPlan]:
         self.context = context
@@ -107,6 +123,8 @@ class PartitionLinger(LingerPolicy):
                     if batch.slot in marks:  # another full batch: ready again, last
                         candidates.append(batch.slot)
                 plans.append(RequestPlan(broker, batches, self._reason(batches)))
+        used = Counter(plan.broker for plan in plans)
+        self._slots_full = all(free <= used[broker] for broker, free in free_slots.items())
         return plans
 
     def _reason(self, batches: list[ProducerBatch]) -> str:
@@ -118,7 +136,7 @@ class PartitionLinger(LingerPolicy):
         return "batch_full" if early else "linger"
 
     def next_wakeup(self) -> float | None:
-        return self._deadlines.next_deadline()
+        return None if self._slots_full else self._deadlines.next_deadline()
 
 
 class NoLinger(PartitionLinger):
