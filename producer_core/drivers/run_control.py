@@ -83,6 +83,9 @@ class RunControl:
         self.phase = Phase.GENERATE
         self._after_transaction = Phase.GENERATE
         self._catch_up = False
+        self._next_pass_at = -math.inf
+        """A small pass was the last: the next pass is not before this, even when a
+        response or a linger deadline wakes the loop earlier (GENERATOR_PASS_INTERVAL_S)."""
         self._grace_end: float | None = None
         self._in_grace = False
 
@@ -124,17 +127,19 @@ class RunControl:
         producer, generator, blocked = self.producer, self.generator, self.blocked
         now = self.clock()
         self.execute(producer.expire(now))
-        due = generator.due(now)
-        exhausted = due > 0 and producer.memory_full()
-        if exhausted:  # wait for memory; a message that waited max.block.ms fails
-            failed = blocked.wait(now, due)
-            if failed:
-                generator.skip(failed, now, "max.block.ms")
-        elif due > 0:
-            blocked.release(now)
-        producer.memory_exhausted = exhausted
-        if due > 0 and not exhausted:
-            generator.generate(now)
+        paced = now < self._next_pass_at  # woken early by an event: send, do not append
+        due = 0 if paced else generator.due(now)
+        if not paced:
+            exhausted = due > 0 and producer.memory_full()
+            if exhausted:  # wait for memory; a message that waited max.block.ms fails
+                failed = blocked.wait(now, due)
+                if failed:
+                    generator.skip(failed, now, "max.block.ms")
+            elif due > 0:
+                blocked.release(now)
+            producer.memory_exhausted = exhausted
+            if due > 0 and not exhausted:
+                generator.generate(now)
         if producer.txn is not None:
             self._raise_fatal()
             self.execute(producer.track_partitions())
@@ -153,16 +158,21 @@ class RunControl:
                 producer.flushing = True
                 self.phase = Phase.DRAIN
             return None
-        return self._pace(now, due, any(isinstance(c, Send) for c in sends))
+        return self._pace(now, due, any(isinstance(c, Send) for c in sends), paced)
 
-    def _pace(self, now: float, due: int, sent: bool) -> Turn | None:
+    def _pace(self, now: float, due: int, sent: bool, paced: bool) -> Turn | None:
         """When the next pass runs: at once (behind the schedule, or unthrottled), after
         the pass interval (small passes), at the next due message, policy or request
-        deadline, or, blocked on memory, when max.block.ms runs out."""
+        deadline, or, blocked on memory, when max.block.ms runs out. `paced`: this turn
+        came before the interval was over and made no pass: the interval stands."""
         producer, generator, blocked = self.producer, self.generator, self.blocked
         memory_full = producer.memory_full()
         next_due = generator.next_due()
-        pace = GENERATOR_PASS_INTERVAL_S if due < SMALL_PASS_MESSAGES else 0.0
+        if not paced:
+            small = due < SMALL_PASS_MESSAGES
+            self._next_pass_at = now + GENERATOR_PASS_INTERVAL_S if small else now
+        pacing = self._next_pass_at > now
+        pace = GENERATOR_PASS_INTERVAL_S if pacing else 0.0
         # behind: late by more than the pace (less waits for the paced pass below)
         behind = next_due is not None and next_due + pace <= self.clock()
         if not memory_full and (generator.unthrottled or behind):
@@ -170,8 +180,8 @@ class RunControl:
             self._catch_up = sent and not self._catch_up
             return None if self._catch_up else YIELD
         wake = producer.next_wakeup()
-        if next_due is not None and pace:
-            next_due = max(next_due, now + pace)
+        if next_due is not None and pacing:
+            next_due = max(next_due, self._next_pass_at)
         if memory_full and (blocked.blocked or generator.unthrottled):
             # blocked on memory: wait for a response to free some, or max.block.ms
             next_due = blocked.deadline()

@@ -171,9 +171,26 @@ def test_small_passes_are_paced_and_lag_at_most_the_pass_interval(
     unpaced, _ = run(0.0)
     paced, metrics = run(0.00025)
     assert unpaced >= 3000  # a pass per message (one every 50 µs)
-    # a pass per interval, each of ~5 messages (and one per response that wakes the loop)
-    assert paced <= 0.2 / 0.00025 + len(metrics.requests) + 10
+    # a pass per interval, each of ~5 messages; a response waking the loop makes none
+    assert paced <= 0.2 / 0.00025 + 10
     assert paced < 0.3 * unpaced
+    assert metrics.generator_lag.percentile_ms(100) <= 0.25 + 0.01
+
+
+def test_linger_deadlines_and_responses_do_not_add_generator_passes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 2,000 partitions and 20,000 msg/s nearly every message is its own batch, so a
+    linger deadline (and a response) wakes the loop about every 50 µs. Those turns send
+    what is ready but append nothing before the pass interval is over: the passes stay
+    one per interval, as with few partitions, and no message is later than the interval."""
+    passes = _passes(monkeypatch)
+    shell = Shell(Workload(topic="t", partitions=2000, rate=20_000, duration_s=0.2),
+                  {"linger.ms": "5"}, rtt=0.00213)  # answers off the passes' 250 µs grid
+    shell.run()
+    metrics = shell.metrics
+    assert metrics.messages_acked == 4000 and metrics.messages_failed == 0
+    assert len(shell.turns) > passes[0]  # the loop woke between passes too
+    assert passes[0] <= 0.2 / run_control.GENERATOR_PASS_INTERVAL_S + 10
     assert metrics.generator_lag.percentile_ms(100) <= 0.25 + 0.01
 
 
