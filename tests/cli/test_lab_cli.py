@@ -28,8 +28,11 @@ def lab_env(tmp_path):
 
 
 def start_lab(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], str, list[int]]:
+    # Ctrl-C as at a person's terminal: a shell's background job (a CI script's `cmd &`)
+    # inherits SIGINT ignored, and `lab up` leaves Python's Ctrl-C handling as it finds it
     proc = subprocess.Popen([*KBATCH, "lab", "up", *args], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
     bootstrap = proc.stdout.readline().strip()  # printed once every broker answers
     assert bootstrap, proc.stderr.read() if proc.stderr else ""
