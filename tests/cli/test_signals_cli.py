@@ -155,7 +155,10 @@ def test_a_signal_during_start_up_is_one_line_and_its_code(sig, code, after_s) -
             proc.kill()
     assert "Traceback" not in stderr, stderr
     if proc.returncode != 0:  # (a very fast machine may have finished the 5 messages)
-        assert proc.returncode == code, stderr
+        # 0.1 s in, a loaded machine may still be starting the interpreter, before any
+        # handler can exist: killed by the signal, which a shell reports as the same code
+        killed_before_python_ran = after_s < 0.4 and proc.returncode == -sig
+        assert proc.returncode == code or killed_before_python_ran, stderr
 
 
 def test_sigterm_on_a_kafka_broker_run_keeps_partial_results_and_exits_143(tmp_path) -> None:
