@@ -22,10 +22,13 @@ from producer_core.modes.adaptive import ADAPTIVE
 from producer_core.modes.aimd import AIMD
 from producer_core.modes.broker import BROKER
 from producer_core.modes.bruce import BRUCE
+from producer_core.modes.franz_go import FRANZ_GO
 from producer_core.modes.java import JAVA
+from producer_core.modes.kafka_go import KAFKA_GO
 from producer_core.modes.kafka_java import KAFKA_JAVA
 from producer_core.modes.librdkafka import LIBRDKAFKA
 from producer_core.modes.partition import NONE, PARTITION
+from producer_core.modes.sarama import SARAMA
 from producer_core.modes.spec import ModeSpec, SettingSpec
 
 if TYPE_CHECKING:
@@ -43,6 +46,9 @@ REGISTRY: tuple[ModeSpec, ...] = (
     ADAPTIVE,
     AIMD,
     KAFKA_JAVA,
+    FRANZ_GO,
+    SARAMA,
+    KAFKA_GO,
 )
 """Every mode, in the order `--mode` lists them (charts colour modes by this order)."""
 

@@ -1,0 +1,111 @@
+"""Which kbatch settings reach each Go client (modes franz-go, sarama, kafka-go), and as what.
+
+kbatch's setting names are Kafka's (the Java producer's); each Go client has its own
+options, so the table names, per client, the option a setting becomes. A setting a
+client lacks is refused by name when given explicitly, never silently dropped. Batching
+settings are passed only when given, so each client runs with its own defaults (franz-go
+lingers 10 ms, sarama flushes at once, kafka-go waits up to 1 s for 100 messages);
+``acks`` and ``enable.idempotence`` are always passed (kbatch's defaults are Java's, as
+for mode librdkafka), except that kafka-go, which has no idempotent producer, gets
+``enable.idempotence`` only when given, and refuses true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from producer_core.errors import ConfigError
+
+OPTIONS: dict[str, dict[str, str]] = {
+    "franz-go": {
+        "linger.ms": "ProducerLinger",
+        "batch.size": "ProducerBatchMaxBytes",
+        "acks": "RequiredAcks",
+        "enable.idempotence": "DisableIdempotentWrite (when false)",
+        "compression.type": "ProducerBatchCompression",
+        "max.in.flight.requests.per.connection":
+            "MaxProduceRequestsInflightPerBroker (without idempotence)",
+        "request.timeout.ms": "ProduceRequestTimeout",
+        "delivery.timeout.ms": "RecordDeliveryTimeout",
+        "retries": "RecordRetries",
+        "retry.backoff.ms": "RetryBackoffFn",
+        "max.request.size": "BrokerMaxWriteBytes",
+        "buffer.memory": "MaxBufferedBytes",
+        "client.id": "ClientID",
+    },
+    "sarama": {
+        "linger.ms": "Producer.Flush.Frequency",
+        "batch.size": "Producer.Flush.Bytes (per broker)",
+        "acks": "Producer.RequiredAcks",
+        "enable.idempotence": "Producer.Idempotent",
+        "compression.type": "Producer.Compression",
+        "max.in.flight.requests.per.connection": "Net.MaxOpenRequests",
+        "request.timeout.ms": "Producer.Timeout",
+        "retries": "Producer.Retry.Max",
+        "retry.backoff.ms": "Producer.Retry.Backoff",
+        "max.request.size": "Producer.MaxMessageBytes",
+        "client.id": "ClientID",
+    },
+    "kafka-go": {
+        "linger.ms": "Writer.BatchTimeout",
+        "batch.size": "Writer.BatchBytes",
+        "acks": "Writer.RequiredAcks",
+        "enable.idempotence": "none (false only: kafka-go has no idempotent producer)",
+        "compression.type": "Writer.Compression",
+        "retries": "Writer.MaxAttempts (retries + 1)",
+        "retry.backoff.ms": "Writer.WriteBackoffMin",
+        "client.id": "Transport.ClientID",
+    },
+}
+"""Per client: kbatch setting (Kafka's name) -> the client's option it becomes."""
+
+ALWAYS_PASSED = ("acks", "enable.idempotence")
+
+
+def check_settings(client: str, explicit: Iterable[str], values: Mapping[str, Any]) -> None:
+    """Refuse, by name, settings `client` has no option for, and idempotence in kafka-go."""
+    options = OPTIONS[client]
+    refused = sorted(k for k in explicit if k not in options)
+    if refused:
+        raise ConfigError(
+            f"Mode {client} has no equivalent of {', '.join(refused)}: kbatch maps Kafka's "
+            f"setting names onto {client}'s own options and {client} has none for "
+            f"{'it' if len(refused) == 1 else 'them'}. Settings mode {client} accepts: "
+            f"{', '.join(sorted(options))}.")
+    if (client == "kafka-go" and "enable.idempotence" in explicit
+            and str(values.get("enable.idempotence")).lower() == "true"):
+        raise ConfigError("Mode kafka-go has no idempotent producer: drop "
+                          "-X enable.idempotence=true (results of kafka-go runs say "
+                          "idempotence was off).")
+
+
+def client_properties(client: str, explicit: Iterable[str],
+                      values: Mapping[str, Any]) -> dict[str, str]:
+    """The Kafka-named settings sent to the Go driver for `client`."""
+    explicit = set(explicit)
+    names = [k for k in OPTIONS[client] if k in explicit]
+    always = ("acks",) if client == "kafka-go" else ALWAYS_PASSED
+    names += [k for k in always if k not in names]
+    out = {}
+    for name in names:
+        value = values[name]
+        out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def mode_check(client: str) -> Any:
+    """The ModeSpec `check` of `client`."""
+    def check(explicit: set[str], values: Mapping[str, Any], warnings: list[str]) -> None:
+        check_settings(client, explicit, values)
+    return check
+
+
+def toolchain_check(client: str) -> Any:
+    """The ModeSpec `check_built`: Go is there (or the driver is built) before any broker
+    starts. Imports the driver module only when settings of this mode are built."""
+    def check(settings: Any) -> None:
+        from producer_core.drivers.go_clients.driver import check_toolchain
+
+        check_toolchain(client)
+    return check

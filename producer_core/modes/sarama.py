@@ -1,0 +1,14 @@
+"""Mode sarama: Go's sarama producer on the same workload, through kbatch's Go client driver
+(`producer_core.drivers.go_clients`, needs the Go toolchain to build it once). Which
+settings reach it is `producer_core.modes.go_client_settings`."""
+
+from __future__ import annotations
+
+from producer_core.modes.go_client_settings import mode_check, toolchain_check
+from producer_core.modes.spec import ModeSpec
+
+SARAMA = ModeSpec(
+    "sarama", "IBM/sarama (Go), flushing per broker by Flush.Frequency/Bytes/Messages "
+    "(needs Go)",
+    driver="producer_core.drivers.go_clients.run:run_async", reads=("linger.ms",),
+    check=mode_check("sarama"), check_built=toolchain_check("sarama"), transactions=False)
