@@ -10,9 +10,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,6 +46,7 @@ type dialer struct {
 	ports    map[string]int // port -> node id (a client may dial another spelling of a host)
 	topicIDs map[[16]byte]string
 	net      net.Dialer
+	warned   atomic.Bool
 }
 
 // newDialer reads the cluster's brokers and topic ids once, with a client of its own (not
@@ -148,6 +152,10 @@ func (c *countingConn) request(frame []byte) {
 	}
 	r, err := parseProduce(frame, c.w.topicIDs)
 	if err != nil { // unreadable: still a Produce request, counted without contents
+		if !c.w.warned.Swap(true) {
+			fmt.Fprintf(os.Stderr, "Produce v%d unreadable: %v\n",
+				binary.BigEndian.Uint16(frame[2:]), err)
+		}
 		r = &produceRequest{acks: r.acks, unreadable: true}
 	}
 	r.ns = nowNs()
@@ -201,7 +209,11 @@ type reader struct {
 
 var errShort = errors.New("short request")
 
+// take returns the next n bytes; n -1 is a null field (nothing to take).
 func (r *reader) take(n int) []byte {
+	if n == -1 {
+		return nil
+	}
 	if r.err != nil || n < 0 || len(r.b) < n {
 		r.err = errShort
 		return nil
@@ -287,7 +299,7 @@ func parseProduce(frame []byte, topicIDs map[[16]byte]string) (*produceRequest, 
 		partitions := r.length(flexible, true)
 		for p := 0; p < partitions && r.err == nil; p++ {
 			part := partProduce{topic: name, partition: r.int32()}
-			records := r.take(max(0, r.length(flexible, true)))
+			records := r.take(r.length(flexible, true))
 			part.bytes = len(records)
 			part.records = countRecords(records)
 			req.parts = append(req.parts, part)
