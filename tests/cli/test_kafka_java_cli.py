@@ -75,3 +75,13 @@ def test_settings_the_java_producer_refuses_are_a_usage_error():
     assert proc.returncode == 2, proc.stderr
     assert "The Java producer refused the settings" in proc.stderr
     assert "delivery.timeout.ms" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_no_go_is_one_paragraph_and_exit_code_2_before_any_broker_starts(tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "KBATCH_GO": str(tmp_path / "go")}
+    proc = subprocess.run([*KBATCH, "produce", "--mode", "franz-go", "--messages", "5",
+                           "--no-progress"],  # no --bootstrap-servers: Tansu would start
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "needs the Go toolchain" in proc.stderr and "Traceback" not in proc.stderr
+    assert "Producing to" not in proc.stdout + proc.stderr

@@ -44,8 +44,17 @@ class Driver:
         return [self.binary, self.client]
 
 
+GO_ENV = "KBATCH_GO"
+"""The Go toolchain's ``go`` to build with, when not the one found (set to a path that
+does not exist to run as on a machine without Go)."""
+
+
 def find_go() -> str | None:
-    """``$GOROOT/bin/go``, else ``go`` on PATH, else the usual install places."""
+    """``$KBATCH_GO`` if set, else ``$GOROOT/bin/go``, else ``go`` on PATH, else the usual
+    install places."""
+    chosen = os.environ.get(GO_ENV)
+    if chosen:
+        return chosen if os.path.isfile(chosen) and os.access(chosen, os.X_OK) else None
     root = os.environ.get("GOROOT")
     candidates = [str(Path(root) / "bin" / "go")] if root else []
     on_path = shutil.which("go")
