@@ -51,7 +51,7 @@ OPTIONS: dict[str, dict[str, str]] = {
         "linger.ms": "Writer.BatchTimeout",
         "batch.size": "Writer.BatchBytes",
         "acks": "Writer.RequiredAcks",
-        "enable.idempotence": "none (false only: kafka-go has no idempotent producer)",
+        "enable.idempotence": "false only (kafka-go has no idempotent producer)",
         "compression.type": "Writer.Compression",
         "retries": "Writer.MaxAttempts (retries + 1)",
         "retry.backoff.ms": "Writer.WriteBackoffMin",

@@ -87,3 +87,14 @@ def test_the_sources_are_package_data_with_a_go_sum():
     sources = driver.sources()
     assert {"go.mod", "go.sum", "main.go", "wire.go"} <= set(sources)
     assert b"github.com/twmb/franz-go" in sources["go.sum"]
+
+
+def test_the_protocol_page_lists_every_option_of_every_go_client():
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs/architecture/client-drivers.md").read_text()
+    rows = {line.split("|")[1].strip(" `"): line for line in page.splitlines()
+            if line.startswith("| `")}
+    for client, options in OPTIONS.items():
+        for setting, option in options.items():
+            assert option.split()[0] in rows[setting], (client, setting, option)
