@@ -100,12 +100,3 @@ def mode_check(client: str) -> Any:
         check_settings(client, explicit, values)
     return check
 
-
-def toolchain_check(client: str) -> Any:
-    """The ModeSpec `check_built`: Go is there (or the driver is built) before any broker
-    starts. Imports the driver module only when settings of this mode are built."""
-    def check(settings: Any) -> None:
-        from producer_core.drivers.go_clients.driver import check_toolchain
-
-        check_toolchain(client)
-    return check

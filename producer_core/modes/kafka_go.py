@@ -4,7 +4,8 @@ settings reach it is `producer_core.modes.go_client_settings`."""
 
 from __future__ import annotations
 
-from producer_core.modes.go_client_settings import mode_check, toolchain_check
+from producer_core.modes.go_client_settings import mode_check
+from producer_core.modes.go_toolchain import toolchain_check
 from producer_core.modes.spec import ModeSpec
 
 KAFKA_GO = ModeSpec(

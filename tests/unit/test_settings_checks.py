@@ -27,7 +27,8 @@ def test_a_setting_a_reference_client_passes_on_is_not_called_ignored():
     assert other_mode_warnings(java, "kafka-java").warnings == ()
     none = other_mode_warnings(build_settings([("linger.ms", "5")], "none"), "none")
     assert none.warnings == ("linger.ms applies to modes partition, java, librdkafka, "
-                             "kafka-java only; ignored in mode none",)
+                             "kafka-java, franz-go, sarama, kafka-go only; ignored in mode "
+                             "none",)
 
 
 def test_no_double_warning_and_none_for_own_settings():

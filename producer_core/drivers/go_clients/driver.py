@@ -21,16 +21,12 @@ from importlib import resources
 from pathlib import Path
 
 from producer_core.brokers.kafka_dist import cache_root
-from producer_core.errors import BrokerError, UsageError
+from producer_core.errors import BrokerError
+from producer_core.modes.go_toolchain import find_go, go_missing
 
 BINARY = "kbatch-go-driver"
 BUILD_TIMEOUT_S = 900
 CLIENTS = ("franz-go", "sarama", "kafka-go")
-GO_CANDIDATES = ("/usr/local/go/bin/go", "/usr/lib/go/bin/go")
-
-
-class GoUnavailable(UsageError):
-    """No Go toolchain to build the driver with."""
 
 
 @dataclass(frozen=True)
@@ -42,37 +38,6 @@ class Driver:
 
     def command(self) -> list[str]:
         return [self.binary, self.client]
-
-
-GO_ENV = "KBATCH_GO"
-"""The Go toolchain's ``go`` to build with, when not the one found (set to a path that
-does not exist to run as on a machine without Go)."""
-
-
-def find_go() -> str | None:
-    """``$KBATCH_GO`` if set, else ``$GOROOT/bin/go``, else ``go`` on PATH, else the usual
-    install places."""
-    chosen = os.environ.get(GO_ENV)
-    if chosen:
-        return chosen if os.path.isfile(chosen) and os.access(chosen, os.X_OK) else None
-    root = os.environ.get("GOROOT")
-    candidates = [str(Path(root) / "bin" / "go")] if root else []
-    on_path = shutil.which("go")
-    candidates += [on_path] if on_path else []
-    candidates += list(GO_CANDIDATES)
-    return next((c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)), None)
-
-
-def go_missing(mode: str) -> GoUnavailable:
-    return GoUnavailable(
-        f"Mode {mode} runs a Go Kafka client (franz-go, sarama or kafka-go) that kbatch "
-        "builds from its own small Go program on first use, and needs the Go toolchain "
-        "(1.22 or newer) for that: `go` is not on PATH, in $GOROOT/bin or in /usr/local/go/"
-        "bin. Install Go (e.g. `apt-get install golang-go`, or the official tarball into "
-        "/usr/local/go); the client modules then come from your Go module proxy once, and "
-        f"the built program is kept in {cache_root() / 'go-clients-driver'}. Every other "
-        "mode runs without Go."
-    )
 
 
 def sources() -> dict[str, bytes]:
@@ -92,12 +57,6 @@ def build_dir() -> Path:
 
 def is_built() -> bool:
     return (build_dir() / BINARY).is_file()
-
-
-def check_toolchain(mode: str) -> None:
-    """Before any broker starts: the driver is built already, or Go is there to build it."""
-    if not is_built() and find_go() is None:
-        raise go_missing(mode)
 
 
 def prepare(client: str, progress: Callable[[str], None] | None = None) -> Driver:
