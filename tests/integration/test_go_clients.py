@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -20,6 +23,7 @@ from producer_core.brokers.target import broker_target
 from producer_core.config import build_settings
 from producer_core.drivers.engine import Delivery, run
 from producer_core.measure.cost_run import measured
+from producer_core.modes.go_toolchain import find_go
 from producer_core.results.results_io import add_facts, results_schema, validate_document
 from producer_core.workload.workload import Workload
 from tests.client_checks import all_acknowledged, assert_read_back_where_reported
@@ -133,3 +137,20 @@ def test_the_driver_is_built_once_per_source(tmp_path, monkeypatch):
     edited = driver.prepare("franz-go", progress=messages.append)
     assert edited.binary != first.binary and messages
     assert len(list((tmp_path / "kbatch" / "go-clients-driver").iterdir())) == 2
+
+
+def test_the_go_sources_are_gofmt_and_vet_clean_and_their_tests_pass():
+    """gofmt, go vet and go test (the Produce request parser, every version 3-13) on the
+    driver's sources, with the modules go.sum pins."""
+
+    go = find_go()
+    assert go is not None, "the Go toolchain is needed"
+    source = Path(__file__).parents[2] / "producer_core/drivers/go_clients/go"
+    gofmt = Path(go).with_name("gofmt")
+    unformatted = subprocess.run([str(gofmt), "-l", "."], cwd=source, capture_output=True,
+                                 text=True, check=True, timeout=120).stdout
+    assert unformatted == "", f"not gofmt-clean: {unformatted}"
+    for command in (["vet", "."], ["test", "-count=1", "."]):
+        done = subprocess.run([go, *command], cwd=source, capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "GOFLAGS": "-mod=readonly"})
+        assert done.returncode == 0, done.stdout + done.stderr

@@ -41,10 +41,11 @@ class Driver:
 
 
 def sources() -> dict[str, bytes]:
-    """The program's files by name (package data)."""
+    """The program's files by name (package data; its Go tests are not part of it)."""
     root = resources.files("producer_core.drivers.go_clients") / "go"
     return {entry.name: entry.read_bytes() for entry in root.iterdir()
-            if entry.name.endswith(".go") or entry.name in ("go.mod", "go.sum")}
+            if (entry.name.endswith(".go") and not entry.name.endswith("_test.go"))
+            or entry.name in ("go.mod", "go.sum")}
 
 
 def build_dir() -> Path:
