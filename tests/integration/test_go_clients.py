@@ -154,3 +154,46 @@ def test_the_go_sources_are_gofmt_and_vet_clean_and_their_tests_pass():
         done = subprocess.run([go, *command], cwd=source, capture_output=True, text=True,
                               timeout=600, env={**os.environ, "GOFLAGS": "-mod=readonly"})
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("mode", ["franz-go", "sarama"])
+def test_a_leader_kill_loses_and_duplicates_nothing_with_an_idempotent_go_client(
+        mode, kafka_cluster, tmp_path):
+    """SIGKILL the leader of partition 0 of a 3-replica topic on the session's 3-node Kafka
+    cluster mid-run, as tests/integration/test_faults_verify.py does for kbatch's engine:
+    with acks=all and idempotence (both clients' setting here), --verify reads back no
+    loss, no duplicate and nothing out of order."""
+    from tests.integration.test_faults_verify import (
+        _create_replicated_topic,
+        _leader_of,
+        finish,
+        kbatch_produce,
+        outcome,
+        wait_until_written,
+    )
+
+    topic = fresh_topic(f"go-leader-{mode}")
+    bootstrap = kafka_cluster.bootstrap
+    asyncio.run(_create_replicated_topic(bootstrap, topic))
+    json_path = tmp_path / "run.json"
+    proc, began = kbatch_produce(bootstrap, topic, json_path, "--mode", mode,
+                                 duration_s=8)
+    leader = asyncio.run(_leader_of(bootstrap, topic, 0))
+    try:
+        wait_until_written(bootstrap, topic)
+        kafka_cluster.kill_node(leader)
+        stdout, stderr, _ = finish(proc, began)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kafka_cluster.start_node(leader)  # the session's cluster: leave it whole
+    run = outcome(json_path)
+    v, m = run["verify"], run["messages"]
+    assert "Traceback" not in stderr
+    assert run["idempotence"]["enabled"] is True
+    assert v["missing"] == 0 and v["duplicated"] == 0 and v["out_of_order"] == 0, v
+    assert m["acknowledged"] > 0
+    assert proc.returncode == (3 if m["failed"] + m["unknown"] else 0), stderr
+    assert "--verify" in stdout
