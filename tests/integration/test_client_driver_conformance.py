@@ -26,7 +26,8 @@ from producer_core.transport.transport import ensure_topics
 from producer_core.workload.workload import Workload
 from tests.pipe_driver import DRIVERS, PipeSession, base_settings
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
+"""900 s: the first test may build the Go driver (2 min from a cold Go cache at load 10)."""
 
 PARTITIONS = 4
 

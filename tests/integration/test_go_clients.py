@@ -30,7 +30,8 @@ from tests.client_checks import all_acknowledged, assert_read_back_where_reporte
 from tests.kafka_fixtures import fresh_topic, skip_kafka_reason
 from tests.readback import read_all
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
+"""900 s: a test may build the Go driver (2 min from a cold Go cache at load 10)."""
 
 GO_MODES = ("franz-go", "sarama", "kafka-go")
 
