@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from producer_core.errors import ConfigError
+from producer_core.modes.go_toolchain import toolchain_check
 
 OPTIONS: dict[str, dict[str, str]] = {
     "franz-go": {
@@ -100,3 +101,22 @@ def mode_check(client: str) -> Any:
         check_settings(client, explicit, values)
     return check
 
+
+def check_security(client: str, settings: Any) -> None:
+    """The Go driver connects over PLAINTEXT only: TLS or SASL settings are refused."""
+    protocol = settings.security.protocol
+    if protocol != "PLAINTEXT":
+        raise ConfigError(f"Mode {client} runs over PLAINTEXT only in this kbatch version "
+                          f"(security.protocol={protocol} was asked); modes kafka-java and "
+                          "librdkafka take TLS and SASL.")
+
+
+def built_check(client: str) -> Any:
+    """The ModeSpec `check_built` of `client`: PLAINTEXT, and the Go toolchain is there
+    (both before any broker starts)."""
+    toolchain = toolchain_check(client)
+
+    def check(settings: Any) -> None:
+        check_security(client, settings)
+        toolchain(settings)
+    return check

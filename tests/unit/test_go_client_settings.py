@@ -98,3 +98,9 @@ def test_the_protocol_page_lists_every_option_of_every_go_client():
     for client, options in OPTIONS.items():
         for setting, option in options.items():
             assert option.split()[0] in rows[setting], (client, setting, option)
+
+
+def test_tls_or_sasl_is_refused_when_the_settings_are_built():
+    with pytest.raises(ConfigError, match="PLAINTEXT only"):
+        build_settings({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                        "sasl.username": "a", "sasl.password": "b"}.items(), mode="franz-go")

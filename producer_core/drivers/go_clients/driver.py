@@ -26,7 +26,6 @@ from producer_core.modes.go_toolchain import find_go, go_missing
 
 BINARY = "kbatch-go-driver"
 BUILD_TIMEOUT_S = 900
-CLIENTS = ("franz-go", "sarama", "kafka-go")
 
 
 @dataclass(frozen=True)

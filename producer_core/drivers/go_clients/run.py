@@ -18,8 +18,7 @@ from producer_core.drivers.client_pipe.run import PipeRun
 from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.go_clients.driver import Driver, prepare
 from producer_core.drivers.run_types import Delivery, Progress, RunCall, run_driver
-from producer_core.errors import ConfigError
-from producer_core.modes.go_client_settings import OPTIONS, client_properties
+from producer_core.modes.go_client_settings import OPTIONS, check_security, client_properties
 from producer_core.results.metrics import Results
 from producer_core.workload.workload import Workload
 
@@ -53,18 +52,12 @@ class GoClientRun(PipeRun):
         return []
 
 
-def _check_security(settings: ProducerSettings, mode: str) -> None:
-    if settings.security.protocol != "PLAINTEXT":
-        raise ConfigError(f"Mode {mode} runs over PLAINTEXT only in this kbatch version "
-                          f"(security.protocol={settings.security.protocol} was asked).")
-
-
 @run_driver
 async def run_async(call: RunCall) -> Results:
     """Run one workload through a Go client; the same call and Results as the engine's.
 
     `stop`, when set, ends the run early (as cancelling it does)."""
-    _check_security(call.settings, call.mode)
+    check_security(call.mode, call.settings)
     driver = await asyncio.to_thread(prepare, call.mode)
     runner = GoClientRun(call.workload, call.settings, call.bootstrap, driver,
                          call.on_progress, call.deliveries)
