@@ -162,6 +162,11 @@ class JavaLinger(LingerPolicy):
         """A response wakes the Sender (its client.poll returns)."""
         self._awake = True
 
+    def wake(self) -> None:
+        """The Sender looks at the next poll: a trace replay knows the real one did
+        (`producer_core.analysis.trace_replay`)."""
+        self._awake = True
+
     # -------------------------------------------------------------- decisions
     def _broker_reason(self, broker: int) -> str | None:
         """Why `broker` is ready now, or None."""

@@ -47,6 +47,7 @@ from producer_core.drivers.run_types import (
 )
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.modes.kafka_java_settings import java_properties
+from producer_core.results.client_trace import ClientTrace
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metrics import (
     ClientCounts,
@@ -67,6 +68,8 @@ MIN_SLEEP_S = 0.00005
 time (time.sleep waits to tens of microseconds); a 0.5 ms floor here used to deliver
 2,000 msg/s in late pairs, which made the Java producer batch more than the same schedule
 asks (issue #18)."""
+TRACE_LINES = frozenset(("appends", "response", "clock", "flush"))
+"""The driver's lines that only a traced run (`kbatch.trace=true`) gets."""
 NO_CALLBACK = "no callback before close"
 """The unknown reason of a message the driver took but whose send callback never came."""
 
@@ -97,6 +100,9 @@ class _PipeSink:
                                 round(when * 1e9) + offset, when >= warmup, message_id,
                                 timestamp_ms, key, value, encoded_headers))
         run.write(b"".join(frames))
+        if run.trace is not None:
+            run.trace.add_messages(slots, list(key_iter), values,
+                                   [round(when * 1e9) + offset for when in intended], headers)
         return []
 
 
@@ -105,7 +111,7 @@ class KafkaJavaRun:
 
     def __init__(self, workload: Workload, settings: ProducerSettings, bootstrap: str,
                  driver: Driver, on_progress: Callable[[Progress], None] | None = None,
-                 deliveries: list[Delivery] | None = None) -> None:
+                 deliveries: list[Delivery] | None = None, trace: bool = False) -> None:
         self.workload = workload
         self.settings = settings
         self.bootstrap = bootstrap
@@ -131,6 +137,14 @@ class KafkaJavaRun:
                            **java_producer_passthrough(settings.foreign_properties),
                            **settings.security.java_properties(),
                            "bootstrap.servers": bootstrap}
+        self.trace: ClientTrace | None = None
+        """With `trace`: what the Java producer did, message by message and request by
+        request (`ClientTrace`), for a trace replay of an emulation."""
+        if trace:
+            self.trace = ClientTrace("kafka-java", "", [s.name for s in self.specs],
+                                     [s.partitions for s in self.specs], 0, 0,
+                                     settings={k: str(v) for k, v in self.properties.items()
+                                               if k != "bootstrap.servers"})
         self._lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self._requests: list[dict[str, Any]] = []
         self._progress: dict[str, Any] = {}
@@ -165,8 +179,13 @@ class KafkaJavaRun:
             for line in stdout:
                 item = protocol.parse_line(line)
                 kind = item["type"]
+                trace = self.trace
                 if kind == "request":
                     self._requests.append(item)
+                    if trace is not None:
+                        trace.add_request(item)
+                elif trace is not None and kind in TRACE_LINES:
+                    self._trace_line(trace, item)
                 elif kind == "delivery":
                     if self.deliveries is not None:
                         spec = self.specs[item["topic"]]
@@ -187,6 +206,18 @@ class KafkaJavaRun:
         finally:
             self._done.set()
             self._lines.put({"type": "closed"})
+
+    @staticmethod
+    def _trace_line(trace: ClientTrace, item: dict[str, Any]) -> None:
+        kind = item["type"]
+        if kind == "appends":
+            trace.add_appends(item["first"], item["start_ns"], item["took_ns"])
+        elif kind == "response":
+            trace.responses[item["corr"]] = item["ns"]
+        elif kind == "clock":
+            trace.clock_ms, trace.clock_ns = item["ms"], item["ns"]
+        elif kind == "flush":
+            trace.flush_ns = item["ns"]
 
     def _next(self, kind: str, timeout: float) -> dict[str, Any]:
         deadline = self.clock() + timeout
@@ -234,8 +265,10 @@ class KafkaJavaRun:
             raise BrokerError(f"kbatch's Java driver speaks protocol {hello.get('protocol')}, "
                               f"kbatch {protocol.PROTOCOL_VERSION}; delete its cached build.")
         self.client_version = str(hello.get("client_version"))
+        if self.trace is not None:
+            self.trace.client_version = self.client_version
         self.write(protocol.header([s.name for s in self.specs], self.properties,
-                                   self.deliveries is not None))
+                                   self.deliveries is not None, trace=self.trace is not None))
         best: tuple[int, int] | None = None  # (round trip, offset), the tightest ping wins
         for _ in range(PINGS):
             before = time.monotonic_ns()
@@ -462,3 +495,17 @@ async def run_async(call: RunCall) -> Results:
     runner = KafkaJavaRun(call.workload, call.settings, call.bootstrap, driver,
                           call.on_progress, call.deliveries)
     return await run_in_thread(runner, call, abort=runner.abort)
+
+
+async def run_traced(workload: Workload, settings: ProducerSettings,
+                     bootstrap: str) -> tuple[Results, ClientTrace]:
+    """One kafka-java run that also records what the Java producer did, message by message
+    and request by request (`ClientTrace`), for a trace replay of an emulation."""
+    check_message_fits(workload.topic_specs(), settings.max_request_size,
+                       "the Java producer's max.request.size")
+    driver = await asyncio.to_thread(prepare)
+    runner = KafkaJavaRun(workload, settings, bootstrap, driver, trace=True)
+    results = await run_in_thread(runner, RunCall(workload, settings, "kafka-java", bootstrap),
+                                  abort=runner.abort)
+    assert runner.trace is not None
+    return results, runner.trace
