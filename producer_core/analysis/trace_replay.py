@@ -50,8 +50,8 @@ BLOCKED_SEND_NS = 1_000_000
 producer's accumulator counts as exhausted (every partition with data is sendable)."""
 DIVERGENCES_KEPT = 20
 CLOCK_WRAP_MS = 100_000
-"""Trace times become seconds on the client's millisecond clock modulo this (keeps float
-seconds exact to well under a microsecond)."""
+"""Trace times become seconds on the client's millisecond clock, from its reading modulo
+this at the trace's clock line (keeps float seconds exact to well under a microsecond)."""
 
 
 @runtime_checkable
@@ -60,6 +60,14 @@ class SenderModel(Protocol):
     knowing that the real one looked, wakes it before each pass."""
 
     def wake(self) -> None: ...
+
+
+@runtime_checkable
+class ReadinessProbe(Protocol):
+    """A policy that can tell since when a node has been ready by its rule (mode java):
+    the replay measures how long after that the real client sent."""
+
+    def ready_since(self, broker: int, now: float) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,13 @@ class ReplayReport:
     by_kind: Counter[str] = field(default_factory=Counter)
     divergences: list[Divergence] = field(default_factory=list)
     slots: list[TopicPartition] = field(default_factory=list)
+    sender_delay_ms: list[float] = field(default_factory=list)
+    """Per identical request of a policy that can tell (`ReadinessProbe`): how long after
+    the node was ready by the emulation's rule the client sent it. A rule that agrees with
+    the client's leaves only the Sender thread's own wake-up delay here (a fraction of a
+    millisecond on a quiet machine, more on a busy one); a rule stricter than the client's
+    shows up as `not_sent`, one looser than the client's as a delay that never falls
+    below the difference."""
 
     @property
     def share_identical(self) -> float:
@@ -116,6 +131,18 @@ class ReplayReport:
     @property
     def first_divergence(self) -> Divergence | None:
         return self.divergences[0] if self.divergences else None
+
+    def delay_percentiles(self) -> dict[str, float] | None:
+        """p1 / p50 / p99 / max of `sender_delay_ms` (None: not measured)."""
+        delays = sorted(self.sender_delay_ms)
+        if not delays:
+            return None
+
+        def at(q: float) -> float:
+            return round(delays[min(len(delays) - 1, int(q * len(delays)))], 3)
+
+        return {"p1_ms": at(0.01), "p50_ms": at(0.5), "p99_ms": at(0.99),
+                "max_ms": round(delays[-1], 3)}
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_divergence
@@ -126,6 +153,7 @@ class ReplayReport:
             "retried": self.retried, "emulated_requests": self.emulated_requests,
             "passes": self.passes, "rebuilds": self.rebuilds,
             "divergences_by_kind": dict(self.by_kind),
+            "sender_delay": self.delay_percentiles(),
             "first_divergence": None if first is None else {
                 "request": first.request, "time_ms": round(first.time_ms, 3),
                 "kind": first.kind,
@@ -142,6 +170,10 @@ class ReplayReport:
                f"{self.real_requests:,}, the emulation asked for {self.emulated_requests:,} "
                f"in the same {self.passes:,} sender passes"
                + (f"; {self.retried:,} with a retried batch left out" if self.retried else "")]
+        delay = self.delay_percentiles()
+        if delay is not None:
+            out.append("client's send after the emulation's ready time: p1 {p1_ms} ms, p50 "
+                       "{p50_ms} ms, p99 {p99_ms} ms, max {max_ms} ms".format(**delay))
         if self.by_kind:
             out.append("divergences: " + ", ".join(f"{k} {n:,}"
                                                     for k, n in sorted(self.by_kind.items())))
@@ -160,6 +192,7 @@ class _Clock:
     """Trace nanoseconds as seconds on the client's millisecond clock."""
 
     def __init__(self, trace: ClientTrace) -> None:
+        self.base_ms = trace.clock_ms
         self.base_s = (trace.clock_ms % CLOCK_WRAP_MS) / 1000.0
         self.base_ns = trace.clock_ns
 
@@ -167,7 +200,8 @@ class _Clock:
         return self.base_s + (ns - self.base_ns) / 1e9
 
     def tick(self, ms: int) -> float:
-        return (ms % CLOCK_WRAP_MS) / 1000.0
+        """Where the client's clock read `ms` begins."""
+        return self.base_s + (ms - self.base_ms) / 1000.0
 
 
 class _Replay:
@@ -332,8 +366,13 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         policy = state.policy
         if isinstance(policy, SenderModel):
             policy.wake()
-        plans = policy.poll(now, PollContext(free, state.backlog(ready_ns),
-                                             state.memory_exhausted(ready_ns), flushing))
+        context = PollContext(free, state.backlog(ready_ns), state.memory_exhausted(ready_ns),
+                              flushing)
+        since: dict[int, float | None] = {}
+        if isinstance(policy, ReadinessProbe):
+            policy.context = context
+            since = {r.broker: policy.ready_since(r.broker, now) for r in group}
+        plans = policy.poll(now, context)
         emulated: dict[int, deque[Decision]] = {}
         for plan in plans:
             report.emulated_requests += 1
@@ -355,6 +394,9 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
             report.compared += 1
             if mine == real:
                 report.identical += 1
+                ready = since.get(request.broker)
+                if ready is not None:
+                    report.sender_delay_ms.append((now - ready) * 1000)
                 continue
             diverged = True
             kind = ("not_sent" if mine is None else

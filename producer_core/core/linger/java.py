@@ -167,6 +167,32 @@ class JavaLinger(LingerPolicy):
         (`producer_core.analysis.trace_replay`)."""
         self._awake = True
 
+    def ready_since(self, broker: int, now: float) -> float | None:
+        """Since when `broker` has been ready by this policy's rule (None: it is not at
+        `now`): the earliest linger deadline or batch fill among its partitions, `now`
+        when flushing or out of memory. A trace replay compares it with when the real
+        Sender sent, which shows a rule that would send earlier than the client."""
+        slots = self._nonempty.get(broker)
+        if not slots:
+            return None
+        if self.flushing or self.memory_exhausted:
+            return now
+        accumulator = self.accumulator
+        since: float | None = None
+        for slot in slots:
+            queue = accumulator.queues[slot]
+            head = accumulator.head(slot)
+            if head is None:
+                continue
+            if len(queue) > 1:
+                when = queue[1].created  # the record that did not fit opened the next batch
+            elif head.closed or self.linger_s <= 0:
+                when = head.created
+            else:
+                when = self._deadlines.deadline(head.created)
+            since = when if since is None else min(since, when)
+        return since if since is not None and since <= now else None
+
     # -------------------------------------------------------------- decisions
     def _broker_reason(self, broker: int) -> str | None:
         """Why `broker` is ready now, or None."""
