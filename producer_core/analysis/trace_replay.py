@@ -45,9 +45,10 @@ from producer_core.results.client_trace import ClientTrace, TracedRequest
 from producer_core.settings import ProducerSettings
 from producer_core.workload.workload import TopicSpec
 
-BLOCKED_SEND_NS = 1_000_000
-"""A send() that took this long was waiting for buffer.memory: while it waits, the Java
-producer's accumulator counts as exhausted (every partition with data is sendable)."""
+BLOCKED_SEND_NS = 500_000
+"""A send() that took this long was waiting for buffer.memory (an unblocked one takes a
+few microseconds): while it waits, the Java producer's accumulator counts as exhausted
+(every partition with data is sendable)."""
 DIVERGENCES_KEPT = 20
 CLOCK_WRAP_MS = 100_000
 """Trace times become seconds on the client's millisecond clock, from its reading modulo
@@ -199,6 +200,10 @@ class _Clock:
     def at(self, ns: int) -> float:
         return self.base_s + (ns - self.base_ns) / 1e9
 
+    def ns(self, seconds: float) -> int:
+        """The nanosecond time of `seconds` on this clock (the inverse of `at`)."""
+        return self.base_ns + round((seconds - self.base_s) * 1e9)
+
     def tick(self, ms: int) -> float:
         """Where the client's clock read `ms` begins."""
         return self.base_s + (ms - self.base_ms) / 1000.0
@@ -218,6 +223,10 @@ class _Replay:
                       zip(trace.topics, trace.partitions, strict=True) for p in range(count)]
         self.leaders = self._leaders()
         self.end_ns = [s + t for s, t in zip(trace.start_ns, trace.took_ns, strict=True)]
+        self.blocked = [(s, e) for s, e, took in zip(trace.start_ns, self.end_ns,
+                                                     trace.took_ns, strict=True)
+                        if took >= BLOCKED_SEND_NS]
+        """The send() calls that waited for memory, (start, end), in order."""
         self.appended = [False] * len(trace.slots)
         self.prefix = 0  # every message before this one is appended
         self.carried = self._attribute()
@@ -274,10 +283,11 @@ class _Replay:
                    [(name, bytes(size)) for name, size in trace.headers[header_index]])
         intended = self.clock.at(trace.intended_ns[message])
         slot = trace.slots[message]
+        timestamp_ms = (trace.timestamps_ms[message] if trace.timestamps_ms
+                        else int(now * 1000))
         events = self.accumulator.append_each(
             [slot], range(message, message + 1), None if key is None else [key],
-            [bytes(trace.value_sizes[message])], [intended], now,
-            int(now * 1000), headers)
+            [bytes(trace.value_sizes[message])], [intended], now, timestamp_ms, headers)
         for event_slot, event in events:
             self.policy.on_append(event_slot, event, now)
 
@@ -298,11 +308,12 @@ class _Replay:
         for request in group:
             self.unsent.difference_update(self.carried[request.index])
 
-    def memory_exhausted(self, at_ns: int) -> bool:
-        """Was the client's send() waiting for buffer.memory at `at_ns`?"""
-        index = bisect.bisect_right(self.trace.start_ns, at_ns) - 1
-        return (index >= 0 and self.end_ns[index] > at_ns
-                and self.trace.took_ns[index] >= BLOCKED_SEND_NS)
+    def memory_exhausted(self, begin_ns: int, end_ns: int) -> bool:
+        """Was a send() of the client's waiting for buffer.memory at some time of a pass
+        that began at `begin_ns` and asked for ready nodes at `end_ns`? (Java reads it at
+        the start of its ready check, which the trace does not time more closely.)"""
+        index = bisect.bisect_left(self.blocked, (end_ns, end_ns))
+        return index > 0 and self.blocked[index - 1][1] > begin_ns
 
     def backlog(self, at_ns: int) -> float | None:
         """The intended time of the oldest message not handed to the client yet."""
@@ -345,8 +356,10 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         ready_ns = min((r.ready_ns if r.ready_ns >= 0 else r.sent_ns) for r in group)
         created_ms = group[0].created_ms
         now = clock.at(ready_ns)
+        began_ns = ready_ns
         if created_ms >= 0:  # the pass decided on this millisecond of the client's clock
             tick = clock.tick(created_ms)
+            began_ns = min(ready_ns, clock.ns(tick))
             if not tick <= now < tick + 0.001:
                 now = tick + 0.0005
         # responses read before the pass
@@ -366,27 +379,31 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         policy = state.policy
         if isinstance(policy, SenderModel):
             policy.wake()
-        context = PollContext(free, state.backlog(ready_ns), state.memory_exhausted(ready_ns),
-                              flushing)
+        context = PollContext(free, state.backlog(ready_ns),
+                              state.memory_exhausted(began_ns, ready_ns), flushing)
         since: dict[int, float | None] = {}
         if isinstance(policy, ReadinessProbe):
             policy.context = context
             since = {r.broker: policy.ready_since(r.broker, now) for r in group}
         plans = policy.poll(now, context)
-        emulated: dict[int, deque[Decision]] = {}
+        emulated: dict[int, list[Decision]] = {}
         for plan in plans:
             report.emulated_requests += 1
             parts = tuple(sorted((b.slot, b.record_count) for b in plan.batches))
-            emulated.setdefault(plan.broker, deque()).append(Decision(plan.broker, parts))
+            emulated.setdefault(plan.broker, []).append(Decision(plan.broker, parts))
         diverged = False
         time_ms = (ready_ns - first_ns) / 1e6
         for request in group:
             answered = responses.get(request.correlation)
             in_flight.append((answered if answered is not None else 1 << 62, request.broker,
                               request.index))
-            queue = emulated.get(request.broker)
-            mine = queue.popleft() if queue else None
+            # the requests of one pass, matched whatever their order (a client may walk
+            # its partitions from another starting point)
+            candidates = emulated.get(request.broker, [])
             real = _decision(request)
+            mine = (real if real in candidates else candidates[0]) if candidates else None
+            if mine is not None:
+                candidates.remove(mine)
             if request.retry:
                 report.retried += 1
                 diverged = True  # the policy never saw the retried batch: rebuild
@@ -403,8 +420,8 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
                     "records" if [s for s, _ in mine.parts] == [s for s, _ in real.parts]
                     else "partitions")
             _note(report, Divergence(request.index, time_ms, kind, real, mine))
-        for queue in emulated.values():
-            for decision in queue:
+        for left in emulated.values():
+            for decision in left:
                 diverged = True
                 _note(report, Divergence(-1, time_ms, "extra", None, decision))
         if diverged:  # start again from the client's own state

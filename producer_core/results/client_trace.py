@@ -12,7 +12,8 @@ clock (nanoseconds):
   the client's millisecond clock reading for that pass, when the Sender asked whether the
   node was ready, and per partition the records it carried (and whether they were a retry);
 - each response's time, and when the final flush began;
-- one reading of where the client's millisecond clock ticks (`clock_ms` at `clock_ns`).
+- one reading of where the client's millisecond clock ticks (`clock_ms` at `clock_ns`), and
+  the order in which its drain walks each node's partitions.
 
 Pure data: JSON in and out, no clock read here.
 """
@@ -80,17 +81,22 @@ class ClientTrace:
     header_index: list[int] = field(default_factory=list)
     """Per message, its header set (-1: none)."""
     intended_ns: list[int] = field(default_factory=list)
+    timestamps_ms: list[int] = field(default_factory=list)
+    """Each record's timestamp (its size in a batch depends on the deltas)."""
     start_ns: list[int] = field(default_factory=list)
     took_ns: list[int] = field(default_factory=list)
     requests: list[TracedRequest] = field(default_factory=list)
     responses: dict[int, int] = field(default_factory=dict)
     """Correlation id -> when its response was read (ns)."""
     flush_ns: int | None = None
+    drain_order: dict[int, list[int]] = field(default_factory=dict)
+    """Node -> its slots in the order the client's drain walks them (as it reported)."""
     settings: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------- recording
     def add_messages(self, slots: list[int], keys: list[bytes | None], values: list[bytes],
-                     intended_ns: list[int], headers: list[tuple[str, bytes]] | None) -> None:
+                     intended_ns: list[int], headers: list[tuple[str, bytes]] | None,
+                     timestamp_ms: int = 0) -> None:
         """Messages in the order they were handed to the client."""
         index = -1
         if headers:
@@ -103,6 +109,7 @@ class ClientTrace:
         self.value_sizes.extend(len(v) for v in values)
         self.header_index.extend([index] * len(slots))
         self.intended_ns.extend(intended_ns)
+        self.timestamps_ms.extend([timestamp_ms] * len(slots))
 
     def add_appends(self, first: int, start_ns: list[int], took_ns: list[int]) -> None:
         """The client's send() timings of messages `first`, `first + 1`, ... (in order)."""
@@ -117,6 +124,12 @@ class ClientTrace:
             firsts.append(total)
             total += count
         return firsts
+
+    def add_drain_order(self, nodes: dict[str, list[list[int]]]) -> None:
+        """A driver's `drain_order` line: per node, [topic index, partition] pairs."""
+        firsts = self.first_slots()
+        self.drain_order = {int(node): [firsts[t] + p for t, p in pairs]
+                            for node, pairs in nodes.items()}
 
     def add_request(self, line: dict[str, Any]) -> None:
         """A driver's `request` line (with the trace's fields)."""
@@ -134,6 +147,7 @@ class ClientTrace:
         data = asdict(self)
         data["format"] = TRACE_FORMAT
         data["responses"] = {str(k): v for k, v in self.responses.items()}
+        data["drain_order"] = {str(k): v for k, v in self.drain_order.items()}
         return data
 
     @classmethod
@@ -146,6 +160,7 @@ class ClientTrace:
             for r in data["requests"]]
         fields["responses"] = {int(k): v for k, v in data["responses"].items()}
         fields["headers"] = [[tuple(h) for h in shape] for shape in data["headers"]]
+        fields["drain_order"] = {int(k): v for k, v in data.get("drain_order", {}).items()}
         return cls(**fields)
 
     def write(self, path: Path) -> None:

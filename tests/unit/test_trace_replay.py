@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,63 @@ def synthetic_trace(partitions: int = 8, rate: int = 1000, messages: int = 600,
     trace.requests = requests
     trace.flush_ns = times[-1] + 50_000  # the flush came after the last request's pass
     return trace
+
+
+def librdkafka_trace(partitions: int = 8, rate: int = 1000, messages: int = 600,
+                     linger_ms: int = 5, wake_delay_ns: int = 150_000) -> ClientTrace:
+    """A librdkafka-like client on one node: a partition's queue is sendable once its first
+    message has waited linger.ms (microseconds, no millisecond clock); its broker thread
+    wakes `wake_delay_ns` after the first deadline and writes one request per sendable
+    partition, walking them from a rotating start."""
+    trace = ClientTrace("synthetic-librdkafka", "1", ["t"], [partitions], clock_ms=0,
+                        clock_ns=0)
+    every_ns = 1_000_000_000 // rate
+    times = [10 * MS + i * every_ns + 137_000 for i in range(messages)]
+    trace.add_messages([i % partitions for i in range(messages)], [None] * messages,
+                       [bytes(100)] * messages, times, None)
+    trace.add_appends(0, times, [20_000] * messages)
+    queued: dict[int, list[int]] = {}
+    pending = sender_pass = start = 0
+    linger_ns = linger_ms * MS
+    while pending < messages or queued:
+        wake = min(t[0] for t in queued.values()) + linger_ns + wake_delay_ns \
+            if queued else None
+        if pending < messages and (wake is None or times[pending] + 20_000 < wake):
+            queued.setdefault(pending % partitions, []).append(times[pending])
+            pending += 1
+            continue
+        assert wake is not None
+        ready = [s for s in queued if queued[s][0] + linger_ns <= wake]
+        ready.sort(key=lambda s: (s - start) % partitions)
+        start = (start + 1) % partitions
+        for slot in ready:
+            index = len(trace.requests)
+            trace.requests.append(TracedRequest(index, wake + 10_000 * (1 + len(ready)), 1,
+                                                index, -1, wake, sender_pass,
+                                                (TracedPart(slot, len(queued[slot])),)))
+            trace.responses[index] = wake + 500_000
+            del queued[slot]
+        sender_pass += 1
+    trace.flush_ns = times[-1] + 50_000
+    return trace
+
+
+@pytest.mark.parametrize("wake_delay_ns", [150_000, 2_500_000])
+def test_mode_partition_with_one_partition_a_request_makes_librdkafkas_decisions(
+        wake_delay_ns: int) -> None:
+    # a late broker thread finds several partitions sendable and writes them in its order
+    trace = librdkafka_trace(wake_delay_ns=wake_delay_ns)
+    passes = Counter(r.sender_pass for r in trace.requests)
+    assert (max(passes.values()) > 1) == (wake_delay_ns > 1_000_000)
+    settings = parse_mode_configs(["partition"], [("acks", "all"),
+                                                  ("produce.request.max.partitions", "1")],
+                                  [], linger_ms=5)[0].settings
+    report = replay(trace, "partition", settings)
+    assert report.compared == len(trace.requests) > 300
+    assert report.share_identical == 1.0, "\n".join(report.lines())
+    # a per-broker drain (mode java) takes every partition with data instead
+    java = replay(trace, "java", java_settings(5))
+    assert java.share_identical < 0.5
 
 
 def test_a_client_that_drains_like_java_is_matched_request_by_request() -> None:

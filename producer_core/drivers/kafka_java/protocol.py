@@ -21,7 +21,8 @@ driver -> kbatch, on stdout: one JSON object per line, ``type`` one of hello (fi
 with ``protocol`` and ``client_version``), pong, progress, request (one per Produce
 request), delivery, config_error, result (last; histograms as base64 HdrHistogram V2).
 With ``kbatch.trace=true`` (`producer_core.results.client_trace`): clock (where the
-producer's millisecond clock ticks on nanoTime), appends (each send()'s start and length,
+producer's millisecond clock ticks on nanoTime), drain_order (each node's partitions in
+the order the Sender's drain walks them), appends (each send()'s start and length,
 in chunks, in message order), request lines gain corr, created_ms, ready_ns, pass and
 parts ([topic index, partition, records, retry] each), response (corr, ns) and flush (ns).
 """

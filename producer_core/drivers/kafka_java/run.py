@@ -68,7 +68,7 @@ MIN_SLEEP_S = 0.00005
 time (time.sleep waits to tens of microseconds); a 0.5 ms floor here used to deliver
 2,000 msg/s in late pairs, which made the Java producer batch more than the same schedule
 asks (issue #18)."""
-TRACE_LINES = frozenset(("appends", "response", "clock", "flush"))
+TRACE_LINES = frozenset(("appends", "response", "clock", "flush", "drain_order"))
 """The driver's lines that only a traced run (`kbatch.trace=true`) gets."""
 NO_CALLBACK = "no callback before close"
 """The unknown reason of a message the driver took but whose send callback never came."""
@@ -102,7 +102,8 @@ class _PipeSink:
         run.write(b"".join(frames))
         if run.trace is not None:
             run.trace.add_messages(slots, list(key_iter), values,
-                                   [round(when * 1e9) + offset for when in intended], headers)
+                                   [round(when * 1e9) + offset for when in intended], headers,
+                                   timestamp_ms)
         return []
 
 
@@ -218,6 +219,8 @@ class KafkaJavaRun:
             trace.clock_ms, trace.clock_ns = item["ms"], item["ns"]
         elif kind == "flush":
             trace.flush_ns = item["ns"]
+        elif kind == "drain_order":
+            trace.add_drain_order(item.get("nodes", {}))
 
     def _next(self, kind: str, timeout: float) -> dict[str, Any]:
         deadline = self.clock() + timeout

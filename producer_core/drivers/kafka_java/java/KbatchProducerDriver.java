@@ -5,7 +5,7 @@
 // java.util.Properties form (kbatch.* keys for the driver, every other key goes to
 // KafkaProducer), then frames: 'P' ping; 'M' one message; 'E' end of messages.
 // stdout: one JSON object per line: hello, pong, progress, request, delivery, result
-// (with kbatch.trace=true also clock, appends, response and flush).
+// (with kbatch.trace=true also clock, drain_order, appends, response and flush).
 // Why the request interception: the client's metrics count every request (Metadata,
 // ApiVersions, InitProducerId...) and only window-average records per request; wrapping the
 // Sender's KafkaClient counts exactly the Produce requests it writes, with their partitions,
@@ -47,13 +47,16 @@ import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.ClientRequest;
 import org.apache.kafka.clients.ClientResponse;
 import org.apache.kafka.clients.KafkaClient;
+import org.apache.kafka.clients.Metadata;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -417,6 +420,7 @@ public final class KbatchProducerDriver {
                 System.err.println("partitionsFor(" + topic + "): " + e);
             }
         }
+        if (trace) traceDrainOrder(producer);
         Thread progress = new Thread(() -> {
             while (!Thread.currentThread().isInterrupted()) {
                 try {
@@ -529,6 +533,37 @@ public final class KbatchProducerDriver {
         emit(b.append("]}").toString(), false);
         traceFirst += traced;
         traced = 0;
+    }
+
+    /** Each node's partitions in the order the Sender's drain walks them (the producer
+     *  metadata's Cluster.partitionsForNode), as [topic index, partition] pairs. */
+    void traceDrainOrder(KafkaProducer<byte[], byte[]> producer) {
+        StringBuilder b = new StringBuilder("{\"type\":\"drain_order\",\"nodes\":{");
+        try {
+            Field field = KafkaProducer.class.getDeclaredField("metadata");
+            field.setAccessible(true);
+            Cluster cluster = ((Metadata) field.get(producer)).fetch();
+            boolean firstNode = true;
+            for (Node node : cluster.nodes()) {
+                if (!firstNode) b.append(',');
+                firstNode = false;
+                b.append(quote(String.valueOf(node.id()))).append(":[");
+                boolean first = true;
+                for (PartitionInfo p : cluster.partitionsForNode(node.id())) {
+                    Integer index = topicIndex.get(p.topic());
+                    if (index == null) continue;
+                    if (!first) b.append(',');
+                    first = false;
+                    b.append('[').append(index).append(',').append(p.partition()).append(']');
+                }
+                b.append(']');
+            }
+            b.append("}}");
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            b = new StringBuilder("{\"type\":\"drain_order\",\"nodes\":{},\"error\":")
+                .append(quote(e.toString())).append('}');
+        }
+        emit(b.toString(), true);
     }
 
     /** Where the producer's millisecond clock (System.currentTimeMillis, which stamps a
