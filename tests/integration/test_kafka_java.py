@@ -23,6 +23,8 @@ from producer_core.analysis.trace_replay import replay
 from producer_core.brokers.embedded import EmbeddedBroker
 from producer_core.brokers.kafka_dist import KAFKA_CLIENTS_VERSION
 from producer_core.config import build_settings
+from producer_core.core.accumulator import TopicPartition
+from producer_core.core.linger.java import java_metadata_order
 from producer_core.drivers.engine import Delivery, run
 from producer_core.drivers.kafka_java.run import run_traced
 from producer_core.errors import BrokerError
@@ -180,6 +182,9 @@ def test_the_java_emulation_makes_the_java_producers_decisions(tansu_broker):
     assert len(trace.start_ns) == len(trace.slots) == workload.total_messages
     assert len(trace.requests) == results.requests_sent
     assert sum(r.records for r in trace.requests) == workload.total_messages
+    # the client walks a node's partitions in the order mode java computes for it
+    order = java_metadata_order([TopicPartition(workload.topic, p) for p in range(64)])
+    assert trace.drain_order and all(o == order for o in trace.drain_order.values())
     report = replay(trace, "java", runs["java"], workload.topic_specs())
     assert report.compared >= results.requests_sent - report.retried > 0
     assert report.share_identical >= 0.99, "\n".join(report.lines())
