@@ -78,7 +78,9 @@ def _figures(doc: dict[str, Any]) -> dict[str, float]:
     return {"requests": doc["requests_sent"], "msgs_per_req": doc["msgs_per_req"],
             "p50_ms": doc["latency"]["p50_ms"], "p99_ms": doc["latency"]["p99_ms"],
             "blocked_s": doc.get("generator_blocked", {}).get("total_ms", 0.0) / 1000,
-            "lag_p99_ms": doc["generator_lag"]["p99_ms"]}
+            "lag_p99_ms": doc["generator_lag"]["p99_ms"],
+            "rtt_p50_ms": (doc.get("rtt") or {}).get("p50_ms", 0.0),
+            "wall_s": doc.get("duration_s", 0.0)}
 
 
 def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[str, ...], str],
@@ -152,7 +154,8 @@ def _print(item: dict[str, Any]) -> None:
             f"p50 {real['p50_ms']:.1f}/{emu['p50_ms']:.1f} ({marks['p50_ms']}), "
             f"p99 {real['p99_ms']:.1f}/{emu['p99_ms']:.1f} ({marks['p99_ms']}), "
             f"blocked {real['blocked_s']:.1f}/{emu['blocked_s']:.1f} s, "
-            f"lag p99 {real['lag_p99_ms']:.1f}/{emu['lag_p99_ms']:.1f} ms")
+            f"lag p99 {real['lag_p99_ms']:.1f}/{emu['lag_p99_ms']:.1f} ms, "
+            f"round trip p50 {real['rtt_p50_ms']:.1f}/{emu['rtt_p50_ms']:.1f} ms")
     print(f"| {item['broker']} | {item['partitions']} | {item['rate']:,} | {item['window']} | "
           f"{item['batch_size']} | {item['real']} vs {item['emulation']} | {replay_text} | "
           f"{whole_text} |", flush=True)
