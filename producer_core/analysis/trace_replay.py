@@ -343,6 +343,11 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
            topics: Sequence[TopicSpec] = ()) -> ReplayReport:
     """Replay `trace` through mode `mode`'s policy with `settings` (see the module
     docstring); `topics`: the workload's topic specs, for modes with per-topic options."""
+    if not len(trace.slots) == len(trace.start_ns) == len(trace.took_ns):
+        raise ValueError(
+            f"The trace is incomplete: {len(trace.slots):,} messages were handed to the client "
+            f"and {len(trace.start_ns):,} send() calls were timed (a run that was stopped, "
+            "or a driver that does not trace); it cannot be replayed.")
     state = _Replay(trace, mode, settings, topics)
     report = ReplayReport(mode, trace.client, trace.client_version,
                           real_requests=len(trace.requests), slots=state.slots)

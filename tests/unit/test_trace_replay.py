@@ -189,6 +189,14 @@ def test_a_request_with_a_retried_batch_is_left_out() -> None:
     assert report.compared == len(trace.requests) - 1 == report.identical
 
 
+def test_an_incomplete_trace_is_refused() -> None:
+    trace = synthetic_trace(messages=50)
+    trace.start_ns = trace.start_ns[:40]
+    trace.took_ns = trace.took_ns[:40]
+    with pytest.raises(ValueError, match="50 messages .* 40 send"):
+        replay(trace, "java", java_settings(5))
+
+
 def test_a_trace_survives_json(tmp_path: Path) -> None:
     trace = synthetic_trace(messages=50)
     trace.headers = [[("h", 3)]]
