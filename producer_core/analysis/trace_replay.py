@@ -46,9 +46,10 @@ from producer_core.settings import ProducerSettings
 from producer_core.workload.workload import TopicSpec
 
 BLOCKED_SEND_NS = 500_000
-"""A send() that took this long was waiting for buffer.memory (an unblocked one takes a
-few microseconds): while it waits, the Java producer's accumulator counts as exhausted
-(every partition with data is sendable)."""
+"""For a trace without the client's own wait times: a send() that took this long was
+waiting for buffer.memory (an unblocked one takes a few microseconds). While a send()
+waits, the Java producer's accumulator counts as exhausted (every partition with data is
+sendable)."""
 DIVERGENCES_KEPT = 20
 CLOCK_WRAP_MS = 100_000
 """Trace times become seconds on the client's millisecond clock, from its reading modulo
@@ -223,10 +224,14 @@ class _Replay:
                       zip(trace.topics, trace.partitions, strict=True) for p in range(count)]
         self.leaders = self._leaders()
         self.end_ns = [s + t for s, t in zip(trace.start_ns, trace.took_ns, strict=True)]
-        self.blocked = [(s, e) for s, e, took in zip(trace.start_ns, self.end_ns,
-                                                     trace.took_ns, strict=True)
-                        if took >= BLOCKED_SEND_NS]
-        """The send() calls that waited for memory, (start, end), in order."""
+        if len(trace.waited_ns) == len(trace.start_ns):  # the client said how long
+            self.blocked = [(e - waited, e) for e, waited in zip(self.end_ns, trace.waited_ns,
+                                                                 strict=True) if waited > 0]
+        else:
+            self.blocked = [(s, e) for s, e, took in zip(trace.start_ns, self.end_ns,
+                                                         trace.took_ns, strict=True)
+                            if took >= BLOCKED_SEND_NS]
+        """When the client's send() waited for memory, (start, end), in order."""
         self.appended = [False] * len(trace.slots)
         self.prefix = 0  # every message before this one is appended
         self.carried = self._attribute()

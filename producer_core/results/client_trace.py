@@ -85,6 +85,9 @@ class ClientTrace:
     """Each record's timestamp (its size in a batch depends on the deltas)."""
     start_ns: list[int] = field(default_factory=list)
     took_ns: list[int] = field(default_factory=list)
+    waited_ns: list[int] = field(default_factory=list)
+    """Of each send(), the time it waited for buffer.memory (the client's own metric;
+    empty: not reported)."""
     requests: list[TracedRequest] = field(default_factory=list)
     responses: dict[int, int] = field(default_factory=dict)
     """Correlation id -> when its response was read (ns)."""
@@ -111,12 +114,15 @@ class ClientTrace:
         self.intended_ns.extend(intended_ns)
         self.timestamps_ms.extend([timestamp_ms] * len(slots))
 
-    def add_appends(self, first: int, start_ns: list[int], took_ns: list[int]) -> None:
+    def add_appends(self, first: int, start_ns: list[int], took_ns: list[int],
+                    waited_ns: list[int] | None = None) -> None:
         """The client's send() timings of messages `first`, `first + 1`, ... (in order)."""
         if first != len(self.start_ns):
             raise ValueError(f"trace appends out of order: {first} after {len(self.start_ns)}")
         self.start_ns.extend(start_ns)
         self.took_ns.extend(took_ns)
+        if waited_ns is not None:
+            self.waited_ns.extend(waited_ns)
 
     def first_slots(self) -> list[int]:
         firsts, total = [], 0

@@ -212,7 +212,8 @@ class KafkaJavaRun:
     def _trace_line(trace: ClientTrace, item: dict[str, Any]) -> None:
         kind = item["type"]
         if kind == "appends":
-            trace.add_appends(item["first"], item["start_ns"], item["took_ns"])
+            trace.add_appends(item["first"], item["start_ns"], item["took_ns"],
+                              item.get("waited_ns"))
         elif kind == "response":
             trace.responses[item["corr"]] = item["ns"]
         elif kind == "clock":

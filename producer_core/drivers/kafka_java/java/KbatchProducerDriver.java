@@ -111,6 +111,8 @@ public final class KbatchProducerDriver {
     private final AtomicLong senderPasses = new AtomicLong();
     static final int TRACE_CHUNK = 4096;
     private long[] tracePre = new long[TRACE_CHUNK], tracePost = new long[TRACE_CHUNK];
+    private long[] traceWait = new long[TRACE_CHUNK];
+    private Metric bufferPoolWait;  // bufferpool-wait-time-ns-total: send()'s waits for memory
     private int traced;
     private long traceFirst;
 
@@ -420,7 +422,15 @@ public final class KbatchProducerDriver {
                 System.err.println("partitionsFor(" + topic + "): " + e);
             }
         }
-        if (trace) traceDrainOrder(producer);
+        if (trace) {
+            traceDrainOrder(producer);
+            for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
+                if (e.getKey().group().equals("producer-metrics")
+                        && e.getKey().name().equals("bufferpool-wait-time-ns-total")) {
+                    bufferPoolWait = e.getValue();
+                }
+            }
+        }
         Thread progress = new Thread(() -> {
             while (!Thread.currentThread().isInterrupted()) {
                 try {
@@ -503,20 +513,30 @@ public final class KbatchProducerDriver {
         long position = positions.computeIfAbsent(where, k -> new long[1])[0]++;
         submitted.incrementAndGet();
         long before = trace ? System.nanoTime() : 0;
+        double waited = trace ? waitedNs() : 0;
         try {
             producer.send(rec, new Delivered(topic, intendedNs, id, record, where, position));
         } catch (RuntimeException e) {  // refused at once (not through the callback)
             fail(topic, e);
         }
         if (trace) {
-            tracePre[traced] = before;
             tracePost[traced] = System.nanoTime();
+            tracePre[traced] = before;
+            traceWait[traced] = Math.round(waitedNs() - waited);
             if (++traced == TRACE_CHUNK) traceAppends();
         }
     }
 
+    /** The producer's total time waiting for buffer.memory so far (its own metric). */
+    double waitedNs() {
+        if (bufferPoolWait == null) return 0;
+        Object value = bufferPoolWait.metricValue();
+        return value instanceof Number ? ((Number) value).doubleValue() : 0;
+    }
+
     /** The traced send() calls so far, in message order: when each started (the batch's
-     *  createdMs is read there) and how long it took (the record is in its batch at the end). */
+     *  createdMs is read there), how long it took (the record is in its batch at the end)
+     *  and how long of that it waited for buffer.memory. */
     void traceAppends() {
         if (traced == 0) return;
         StringBuilder b = new StringBuilder("{\"type\":\"appends\",\"first\":")
@@ -529,6 +549,11 @@ public final class KbatchProducerDriver {
         for (int i = 0; i < traced; i++) {
             if (i > 0) b.append(',');
             b.append(tracePost[i] - tracePre[i]);
+        }
+        b.append("],\"waited_ns\":[");
+        for (int i = 0; i < traced; i++) {
+            if (i > 0) b.append(',');
+            b.append(traceWait[i]);
         }
         emit(b.append("]}").toString(), false);
         traceFirst += traced;
