@@ -24,6 +24,7 @@ sides. The first `--warmup` seconds are left out of latency on both sides.
         [--rates 2000,20000] [--windows 5,100,500] [--batch-sizes default,1048576]
         [--pairs java,partition] [--seconds 10] [--warmup 2] [--replay-only]
         [--save-trace DIR] [--json PATH]
+    python benchmarks/fidelity.py --replay-saved DIR   # replay saved traces again
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from producer_core.analysis.compare import parse_mode_configs
-from producer_core.analysis.trace_replay import replay
+from producer_core.analysis.trace_replay import replay, settings_from_trace
 from producer_core.drivers.engine import run as engine_run
 from producer_core.drivers.kafka_java.fidelity import PAIRS, check
 from producer_core.drivers.kafka_java.run import run_traced
+from producer_core.results.client_trace import ClientTrace
 from producer_core.workload.workload import Workload
 
 TRACED = {"kafka-java"}
@@ -161,6 +163,23 @@ def _print(item: dict[str, Any]) -> None:
           f"{whole_text} |", flush=True)
 
 
+def replay_saved(folder: Path) -> None:
+    """Replay every trace saved with --save-trace through mode java again (after a change
+    of the emulation, say): one line per trace."""
+    for path in sorted(folder.glob("*.json.gz")):
+        with gzip.open(path, "rt") as handle:
+            trace = ClientTrace.from_dict(json.load(handle))
+        report = replay(trace, "java", settings_from_trace(trace, "java"))
+        data = report.to_dict()
+        delay = data["sender_delay"] or {}
+        first = data["first_divergence"]
+        print(f"| {path.name.removesuffix('.json.gz')} | {report.identical:,}/"
+              f"{report.compared:,} ({report.share_identical:.2%}) | "
+              + (f"{first['kind']} at #{first['request']}, " if first else "")
+              + ", ".join(f"{k} {n}" for k, n in sorted(report.by_kind.items()))
+              + f" | {delay.get('p50_ms', '-')} / {delay.get('p99_ms', '-')} ms |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--brokers", default="tansu,kafka")
@@ -176,7 +195,12 @@ def main() -> None:
                         help="only the real clients' runs and their trace replays")
     parser.add_argument("--save-trace", default=None, help="a folder for the traces")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--replay-saved", default=None,
+                        help="replay the traces in this folder (saved with --save-trace)")
     args = parser.parse_args()
+    if args.replay_saved:
+        replay_saved(Path(args.replay_saved))
+        return
     pairs = [p for p in PAIRS if p[0] in args.pairs.split(",")]
     if args.replay_only:
         pairs = [p for p in pairs if p[2] in TRACED]

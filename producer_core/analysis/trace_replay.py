@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from producer_core.config import build_settings
 from producer_core.core.accumulator import Accumulator, TopicPartition
 from producer_core.core.linger.base import LingerPolicy, PollContext
 from producer_core.modes import make_policy
@@ -438,6 +439,13 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
             state.build()
             report.rebuilds += 1
     return report
+
+
+def settings_from_trace(trace: ClientTrace, mode: str,
+                        extra: Sequence[tuple[str, str]] = ()) -> ProducerSettings:
+    """Mode `mode`'s settings for replaying `trace`: the client's own properties (its
+    driver records what it ran with), plus `extra` (e.g. the emulation's own knobs)."""
+    return build_settings([*trace.settings.items(), *extra], mode=mode)
 
 
 def _note(report: ReplayReport, divergence: Divergence) -> None:
