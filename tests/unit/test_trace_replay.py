@@ -189,6 +189,30 @@ def test_a_request_with_a_retried_batch_is_left_out() -> None:
     assert report.compared == len(trace.requests) - 1 == report.identical
 
 
+def test_a_client_out_of_memory_sends_before_linger_and_the_replay_knows_why() -> None:
+    # one partition, linger 50 ms: the client's Sender drains at 20 ms because its send()
+    # of message 20 waited for buffer.memory from 19.5 to 20.5 ms (the pool was empty)
+    trace = ClientTrace("synthetic", "1", ["t"], [1], clock_ms=0, clock_ns=0)
+    times = [i * MS for i in range(21)]
+    trace.add_messages([0] * 21, [None] * 21, [bytes(100)] * 21, times, None)
+    took = [10_000] * 21
+    took[20] = MS // 2
+    trace.add_appends(0, [*times[:20], times[20]], took, [0] * 20 + [MS // 2])
+    trace.start_ns[20] = 20 * MS  # (its send() began at 20 ms and ended at 20.5 ms)
+    trace.requests = [TracedRequest(0, 20 * MS + 300_000, 1, 0, 20, 20 * MS + 200_000, 0,
+                                    (TracedPart(0, 20),))]
+    trace.responses[0] = 21 * MS
+    report = replay(trace, "java", java_settings(50))
+    assert report.share_identical == 1.0, "\n".join(report.lines())
+    # without the client's own wait times, a send() of 0.5 ms still reads as a wait
+    trace.waited_ns = []
+    assert replay(trace, "java", java_settings(50)).share_identical == 1.0
+    # and one that did not wait leaves the emulation nothing to send
+    trace.took_ns[20] = 10_000
+    stricter = replay(trace, "java", java_settings(50))
+    assert stricter.by_kind["not_sent"] == 1
+
+
 def test_an_incomplete_trace_is_refused() -> None:
     trace = synthetic_trace(messages=50)
     trace.start_ns = trace.start_ns[:40]
