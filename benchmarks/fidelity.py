@@ -11,7 +11,8 @@ default, or a value). For each pair of `producer_core.drivers.kafka_java.fidelit
   (`producer_core.analysis.trace_replay`): the share of requests with the same node,
   partitions and records, the first divergence, and how long after the emulation's ready
   time the client sent (its Sender's own delay). The verdict does not depend on the
-  machine's speed.
+  machine's speed. Beside it, the emulation's requests with its *own* timing on the same
+  appends and round trips (`free_run`): what timing alone does to the totals.
 - **whole runs** (unless `--replay-only`): the emulation runs on the same workload, and
   requests, msgs/request, p50/p99 and time blocked on `buffer.memory` are compared within
   the bounds of `fidelity.py` (5%; 10% or 2 ms). These follow the machine's timing: run
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from producer_core.analysis.compare import parse_mode_configs
-from producer_core.analysis.trace_replay import replay, settings_from_trace
+from producer_core.analysis.trace_replay import free_run, replay, settings_from_trace
 from producer_core.drivers.engine import run as engine_run
 from producer_core.drivers.kafka_java.fidelity import PAIRS, check
 from producer_core.drivers.kafka_java.run import run_traced
@@ -106,9 +107,11 @@ def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[s
         if real in TRACED:
             results, trace = asyncio.run(run_traced(workload("real"), runs[real], bootstrap))
             real_doc = results.to_dict()
-            report = replay(trace, emulation, runs[emulation], workload("real").topic_specs())
-            item["replay"] = report.to_dict()
-            item["replay_lines"] = report.lines()
+            specs = workload("real").topic_specs()
+            report = replay(trace, emulation, runs[emulation], specs)
+            own_timing = free_run(trace, emulation, runs[emulation], specs)
+            item["replay"] = {**report.to_dict(), "free_run_requests": own_timing.requests}
+            item["replay_lines"] = [*report.lines(), own_timing.line()]
             if args.save_trace:
                 path = Path(args.save_trace) / (
                     f"{cell['broker']}-{cell['partitions']}p-{cell['rate']}-"
@@ -138,8 +141,9 @@ def _print(item: dict[str, Any]) -> None:
         first = r.get("first_divergence")
         replay_text = (f"{r['identical']:,}/{r['compared']:,} ({r['share_identical']:.2%})"
                        + (f", first {first['kind']} at #{first['request']}" if first else "")
-                       + (f", delay p50 {delay['p50_ms']} p99 {delay['p99_ms']} ms"
-                          if delay else ""))
+                       + (f", delay p50 {delay['p50_ms']} mean {delay['mean_ms']} p99 "
+                          f"{delay['p99_ms']} ms" if delay else "")
+                       + f"; own timing {r['free_run_requests']:,} requests")
     whole = item["whole_run"]
     real = whole["real"]
     emu = whole.get("emulated")
@@ -169,7 +173,9 @@ def replay_saved(folder: Path) -> None:
     for path in sorted(folder.glob("*.json.gz")):
         with gzip.open(path, "rt") as handle:
             trace = ClientTrace.from_dict(json.load(handle))
-        report = replay(trace, "java", settings_from_trace(trace, "java"))
+        settings = settings_from_trace(trace, "java")
+        report = replay(trace, "java", settings)
+        own_timing = free_run(trace, "java", settings)
         data = report.to_dict()
         delay = data["sender_delay"] or {}
         first = data["first_divergence"]
@@ -177,7 +183,9 @@ def replay_saved(folder: Path) -> None:
               f"{report.compared:,} ({report.share_identical:.2%}) | "
               + (f"{first['kind']} at #{first['request']}, " if first else "")
               + ", ".join(f"{k} {n}" for k, n in sorted(report.by_kind.items()))
-              + f" | {delay.get('p50_ms', '-')} / {delay.get('p99_ms', '-')} ms |", flush=True)
+              + f" | {delay.get('p50_ms', '-')} / {delay.get('mean_ms', '-')} / "
+              f"{delay.get('p99_ms', '-')} ms | {own_timing.requests:,} "
+              f"({own_timing.difference:+.1%}) |", flush=True)
 
 
 def main() -> None:

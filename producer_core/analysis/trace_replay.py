@@ -136,7 +136,9 @@ class ReplayReport:
         return self.divergences[0] if self.divergences else None
 
     def delay_percentiles(self) -> dict[str, float] | None:
-        """p1 / p50 / p99 / max of `sender_delay_ms` (None: not measured)."""
+        """p1 / p50 / p99 / max and mean of `sender_delay_ms` (None: not measured). The
+        mean is what a whole run feels: at linger L, a Sender that sends D ms late on
+        average makes each request carry about L + D ms of records."""
         delays = sorted(self.sender_delay_ms)
         if not delays:
             return None
@@ -145,7 +147,7 @@ class ReplayReport:
             return round(delays[min(len(delays) - 1, int(q * len(delays)))], 3)
 
         return {"p1_ms": at(0.01), "p50_ms": at(0.5), "p99_ms": at(0.99),
-                "max_ms": round(delays[-1], 3)}
+                "max_ms": round(delays[-1], 3), "mean_ms": round(sum(delays) / len(delays), 3)}
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_divergence
@@ -176,7 +178,8 @@ class ReplayReport:
         delay = self.delay_percentiles()
         if delay is not None:
             out.append("client's send after the emulation's ready time: p1 {p1_ms} ms, p50 "
-                       "{p50_ms} ms, p99 {p99_ms} ms, max {max_ms} ms".format(**delay))
+                       "{p50_ms} ms, p99 {p99_ms} ms, max {max_ms} ms, mean {mean_ms} ms"
+                       .format(**delay))
         if self.by_kind:
             out.append("divergences: " + ", ".join(f"{k} {n:,}"
                                                     for k, n in sorted(self.by_kind.items())))
@@ -439,6 +442,82 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
             state.build()
             report.rebuilds += 1
     return report
+
+
+@dataclass(frozen=True)
+class FreeRun:
+    """The emulation on the client's appends and round trips, with its own timing."""
+
+    requests: int
+    records: int
+    client_requests: int
+    client_records: int
+
+    @property
+    def difference(self) -> float:
+        """The emulation's requests over the client's, less one."""
+        return self.requests / self.client_requests - 1 if self.client_requests else 0.0
+
+    def line(self) -> str:
+        return (f"with its own timing (the client's appends, its round trips in order) the "
+                f"emulation sends {self.requests:,} requests, the client sent "
+                f"{self.client_requests:,} ({self.difference:+.1%})")
+
+
+def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
+             topics: Sequence[TopicSpec] = ()) -> FreeRun:
+    """The other half of a whole-run comparison: the same appends (at the client's
+    `send()` times) and round trips (the client's, request by request in order), but the
+    emulation decides *when* to send by its own timing model (a Sender that wakes exactly
+    at its deadlines). Against the client's count this shows what timing alone does: a
+    client whose Sender wakes late batches more. Memory is not modelled here."""
+    state = _Replay(trace, mode, settings, topics)
+    policy, clock = state.policy, state.clock
+    rtts = [responses - request.sent_ns for request in trace.requests
+            if (responses := trace.responses.get(request.correlation)) is not None]
+    rtts = rtts or [0]
+    free = {b: settings.max_in_flight for b in set(state.leaders)}
+    in_flight: list[tuple[float, int]] = []  # (answered at, broker)
+    flush_s = clock.at(trace.flush_ns) if trace.flush_ns is not None else None
+    times = [clock.at(ns) for ns in state.end_ns]
+    next_message, requests, records = 0, 0, 0
+    total = len(trace.slots)
+    while True:
+        wake = policy.next_wakeup()
+        candidates = [t for t in (times[next_message] if next_message < total else None,
+                                  wake, min(in_flight)[0] if in_flight else None)
+                      if t is not None]
+        flushing = next_message >= total
+        if not candidates and not (flushing and state.accumulator.queued_records):
+            break
+        now = min(candidates) if candidates else times[-1]
+        while next_message < total and times[next_message] <= now:
+            state._append(next_message)
+            next_message += 1
+        for answered, broker in [x for x in in_flight if x[0] <= now]:
+            in_flight.remove((answered, broker))
+            free[broker] += 1
+            policy.on_response(broker, 0.0, now, 0, False)
+        flushing = next_message >= total and (flush_s is None or now >= flush_s)
+        plans = policy.poll(now, PollContext(dict(free), None, False, flushing))
+        for plan in plans:
+            free[plan.broker] -= 1
+            rtt = rtts[min(requests, len(rtts) - 1)] / 1e9
+            in_flight.append((now + rtt, plan.broker))
+            requests += 1
+            records += sum(b.record_count for b in plan.batches)
+        if not plans and not in_flight and next_message >= total:
+            if not state.accumulator.queued_records:
+                break
+            if wake is None or wake <= now:  # nothing will come: flush what is left
+                plans = policy.poll(now, PollContext(dict(free), None, False, True))
+                if not plans:
+                    break
+                for plan in plans:
+                    requests += 1
+                    records += sum(b.record_count for b in plan.batches)
+    return FreeRun(requests, records, len(trace.requests),
+                   sum(r.records for r in trace.requests))
 
 
 def settings_from_trace(trace: ClientTrace, mode: str,

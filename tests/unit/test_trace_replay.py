@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from producer_core.analysis.compare import parse_mode_configs
-from producer_core.analysis.trace_replay import replay
+from producer_core.analysis.trace_replay import free_run, replay
 from producer_core.results.client_trace import ClientTrace, TracedPart, TracedRequest
 from producer_core.workload.workload import Workload
 
@@ -211,6 +211,21 @@ def test_a_client_out_of_memory_sends_before_linger_and_the_replay_knows_why() -
     trace.took_ns[20] = 10_000
     stricter = replay(trace, "java", java_settings(50))
     assert stricter.by_kind["not_sent"] == 1
+
+
+def test_a_late_sender_batches_more_and_the_free_run_shows_it() -> None:
+    # the same decisions whatever the Sender's delay; only the timing moves the totals
+    prompt = synthetic_trace(wake_delay_ns=100_000)
+    late = synthetic_trace(wake_delay_ns=3_000_000)
+    assert len(late.requests) < len(prompt.requests)
+    assert replay(late, "java", java_settings(5)).share_identical == 1.0
+    on_time = free_run(prompt, "java", java_settings(5))
+    from_late = free_run(late, "java", java_settings(5))
+    # with its own timing the emulation sends the same from either trace (same appends):
+    # the whole-run difference is the client's Sender delay, not a decision
+    assert on_time.requests == from_late.requests and on_time.records == 600
+    assert from_late.difference > on_time.difference + 0.2
+    assert "+" in from_late.line()
 
 
 def test_an_incomplete_trace_is_refused() -> None:
