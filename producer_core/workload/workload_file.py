@@ -362,6 +362,7 @@ def _topic_fields(topics: Field) -> list[Field]:
 
 
 def load_workload(path: Path) -> Workload:
+    """Read and validate a workload file (docs/guides/workloads.md)."""
     try:
         text = read_regular_file(path, "workload file", MAX_FILE_BYTES,
                                  WorkloadFileError).decode("utf-8")
