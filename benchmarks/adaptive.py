@@ -42,10 +42,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
 
 import producer_core.drivers.engine as engine_module  # noqa: E402
 from benchmarks.throughput import OtherLoad  # noqa: E402
-from producer_core.brokers.embedded import EmbeddedBroker  # noqa: E402
-from producer_core.config import build_settings  # noqa: E402
-from producer_core.workload.workload import Workload  # noqa: E402
-from producer_core.workload.workload_file import load_workload  # noqa: E402
+from producer_core import EmbeddedBroker, Workload, build_settings, load_workload  # noqa: E402
 
 
 @dataclass

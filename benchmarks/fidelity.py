@@ -25,11 +25,10 @@ import sys
 from contextlib import AbstractContextManager
 from typing import Any
 
-from producer_core.analysis.compare import compare, parse_mode_configs
-from producer_core.drivers.engine import run as engine_run
+from producer_core import Workload, compare, parse_mode_configs
+from producer_core import run as engine_run
 from producer_core.drivers.kafka_java.fidelity import PAIRS, check
 from producer_core.measure.per_run import on_own_broker
-from producer_core.workload.workload import Workload
 
 SCENARIOS = {
     "seed": {"partitions": 1000, "rate": 20000, "linger_ms": 500},
@@ -43,7 +42,7 @@ def _broker(name: str) -> AbstractContextManager[Any]:
         from producer_core.brokers.kafka import KafkaCluster
 
         return KafkaCluster(nodes=3, progress=lambda m: print(m, file=sys.stderr))
-    from producer_core.brokers.embedded import EmbeddedBroker
+    from producer_core import EmbeddedBroker
 
     return EmbeddedBroker()
 
