@@ -58,8 +58,8 @@ def run_pair(bootstrap: str, scenario: str, pair: tuple[str, tuple[str, ...], st
     per_mode = [f"{emulation}:{item}" for item in extra]
     runs = parse_mode_configs([real, emulation], COMMON, per_mode,
                               linger_ms=spec["linger_ms"])
-    own = {"run_one": on_own_broker(engine_run, {})} if own_brokers else {}
-    document = compare(workload, runs, bootstrap, repeat=args.repeat, **own,
+    run_one = on_own_broker(engine_run, {}) if own_brokers else engine_run  # compare's own
+    document = compare(workload, runs, bootstrap, repeat=args.repeat, run_one=run_one,
                        on_start=lambda mode, _: print(f"  {mode}...", file=sys.stderr))
     by_mode: dict[str, list[dict[str, Any]]] = {}
     for run in document["runs"]:

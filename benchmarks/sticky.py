@@ -45,7 +45,7 @@ MODE_SETTINGS = {
 
 def load_spread(deliveries: list[Delivery], partitions: int) -> tuple[int, float]:
     """(partitions touched, coefficient of variation of records per partition)."""
-    counts = Counter()
+    counts: Counter[int] = Counter()
     for delivery in deliveries:
         counts[delivery.partition] += len(delivery.message_ids)
     per = np.zeros(partitions)

@@ -209,7 +209,8 @@ def capacity_table(document: dict[str, Any]) -> Table:
     table = Table(title=f"highest sustained rate, {document['capacity']['slo']}")
     for name, justify in (("mode", "left"), ("msg/s", "right"), ("bracket", "right"),
                           ("probes", "right"), ("search", "left")):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        # justify: one of rich's justify literals, as a str from the tuple above
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]  # see above
     for mode, found in document["capacity"]["modes"].items():
         value = found[METRIC]
         lo, hi = found["bracket"]

@@ -143,7 +143,8 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         console.print("[yellow]Warning: --reference-mode applies only with --slo (it picks "
                       "the recommendation's comparison); ignored.[/]")
     if rates and workload_flags.get("workload_file") is None and \
-            click.get_current_context().get_parameter_source("rate").name == "COMMANDLINE":
+            click.get_current_context().get_parameter_source("rate") == \
+            click.core.ParameterSource.COMMANDLINE:
         raise UsageError("--rate and --rates cannot be combined: --rates gives the rates.")
     cells = expand_grid(modes, windows, rates, axes)
     check_cells(cells, common)

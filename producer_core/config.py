@@ -271,7 +271,9 @@ def unknown_setting_message(key: str) -> str:
 def foreign_warning(mode: str, foreign: Mapping[str, str]) -> str:
     """The run's one line about accepted properties it does not apply itself."""
     passed = java_producer_passthrough(foreign.items()) if mode == "kafka-java" else {}
-    return not_used_warning(mode, set(foreign) - set(passed), passed, "the Java producer")
+    warning = not_used_warning(mode, set(foreign) - set(passed), passed, "the Java producer")
+    assert warning is not None  # `foreign` is never empty: each is passed on or unused
+    return warning
 
 
 def _check_transactions(explicit: set[str], values: dict[str, Any], mode: str) -> None:

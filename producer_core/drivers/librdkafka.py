@@ -297,7 +297,8 @@ class LibrdkafkaRun:
     def _reported(self, err: Any, msg: Any) -> None:
         """Every message's delivery callback: the value names the message."""
         message_id = message_id_of(msg.value())
-        intended = self.in_flight.pop(message_id, None)  # type: ignore[union-attr]
+        # used only when in_flight is a dict (`reported`, set in __init__)
+        intended = self.in_flight.pop(message_id, None)  # type: ignore[union-attr]  # see above
         if intended is None:  # not one of ours: count it, record nothing
             self._errors["delivery report of an unknown message"] += 1
             return
@@ -383,8 +384,9 @@ class LibrdkafkaRun:
         try:
             self._await_producer_id(producer)
             generator = Generator(self.workload, self.first_slots,
-                                  _ProduceSink(self, producer),  # type: ignore[arg-type]
-                                  ClientBatching(), self.metrics,  # type: ignore[arg-type]
+                                  # a sink with the accumulator's append_many (duck-typed)
+                                  _ProduceSink(self, producer),  # type: ignore[arg-type]  # see above
+                                  ClientBatching(), self.metrics,
                                   self.partitioning)
             self.start = self.clock() + START_LEAD_S
             if self.workload.start_at is not None:  # a share of a distributed run

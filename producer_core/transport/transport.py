@@ -121,7 +121,7 @@ class Cluster:
             ),
             CONNECT_TIMEOUT_S,
         )
-        conn._handle_frame = partial(_tolerant_frame, conn, conn._handle_frame)  # type: ignore
+        conn._handle_frame = partial(_tolerant_frame, conn, conn._handle_frame)
         return conn
 
     def send(self, node_id: int, request: Any, expect_response: bool = True) -> Awaitable[Any]:

@@ -86,7 +86,7 @@ BENCHMARK_EXTENSION_POINTS: dict[str, str] = {
     "producer_core.distributed.plan": "spark_scaling",
     "producer_core.distributed.session": "spark_scaling",
     "producer_core.distributed.spark_runner": "spark_scaling",
-    "producer_core.drivers.engine": "adaptive: patches the engine's module",
+    "producer_core.drivers.engine_parts": "adaptive: wraps the policy each run makes",
     "producer_core.drivers.kafka_java.fidelity": "fidelity: the emulation pairs it checks",
     "producer_core.measure.cost_model": "broker_cost: the fitted cost model",
     "producer_core.measure.per_run": "a run on its own broker",
