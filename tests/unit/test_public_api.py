@@ -233,3 +233,50 @@ def test_every_extension_point_is_used_and_internal() -> None:
         assert not set(points) - used, (folder, sorted(set(points) - used))
         if folder == "cli":
             assert not set(points) & set(producer_core.API.values())
+
+
+# --- private names stay private ----------------------------------------------------------
+
+PROJECT_FOLDERS = ("producer_core", "cli", "benchmarks", "tests", "docs")
+PROJECT_PACKAGES = ("producer_core", "cli", "benchmarks", "tests")
+
+
+def private_imports(path: Path) -> list[str]:
+    """`from module import _name` of a project module, or a project name imported under a
+    private alias (`import x as _y`): a leading underscore says "only this module uses it",
+    and an importer makes that untrue. Other libraries' private names are their business."""
+    found = []
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            project = node.level > 0 or (node.module or "").split(".")[0] in PROJECT_PACKAGES
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if project and (private or (alias.asname or "").startswith("_")):
+                    found.append(f"{shown}:{node.lineno}: {alias.name}"
+                                 + (f" as {alias.asname}" if alias.asname else ""))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if (alias.name.split(".")[0] in PROJECT_PACKAGES
+                        and (alias.asname or "").startswith("_")):
+                    found.append(f"{shown}:{node.lineno}: {alias.name} as "
+                                 f"{alias.asname}")
+    return found
+
+
+def test_the_check_sees_a_private_import(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("from cli.results_tables import _x\n"
+                      "from producer_core.modes.spec import setting as _spec\n"
+                      "import producer_core.config as _config\n"
+                      "from pyspark.sql.types import _parse_datatype_string\n"
+                      "from producer_core import __version__\n")
+    assert [line.split(": ", 1)[1] for line in private_imports(sample)] == [
+        "_x", "setting as _spec", "producer_core.config as _config"]
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    found = [line for folder in PROJECT_FOLDERS for path in sorted((ROOT / folder).rglob("*.py"))
+             for line in private_imports(path)]
+    assert not found, ("private names imported from another module (make the name public "
+                       "where it is shared):\n" + "\n".join(found))
