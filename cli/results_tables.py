@@ -6,7 +6,7 @@ them without importing each other."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.markup import escape
@@ -15,6 +15,9 @@ from rich.table import Table
 from cli.render import comparison_table, out, summary_table, topics_table
 from producer_core.results.metric_catalog import SUMMARY_METRICS
 from producer_core.results.results_io import RESULTS_FILE, LoadedResults, run_group
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
                    ("p99.9", "p999_ms"), ("max", "max_ms"), ("mean", "mean_ms"))
@@ -211,10 +214,11 @@ METRIC = "max_sustainable_msgs_per_s"
 def capacity_table(document: dict[str, Any]) -> Table:
     """One row per mode: the rate, the bracket it ended in, probes run, why it stopped."""
     table = Table(title=f"highest sustained rate, {document['capacity']['slo']}")
-    for name, justify in (("mode", "left"), ("msg/s", "right"), ("bracket", "right"),
-                          ("probes", "right"), ("search", "left")):
-        # justify: one of rich's justify literals, as a str from the tuple above
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]  # see above
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("mode", "left"), ("msg/s", "right"), ("bracket", "right"), ("probes", "right"),
+        ("search", "left"))
+    for name, justify in columns:
+        table.add_column(name, justify=justify, overflow="fold")
     for mode, found in document["capacity"]["modes"].items():
         value = found[METRIC]
         lo, hi = found["bracket"]
