@@ -42,13 +42,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from producer_core.analysis.compare import parse_mode_configs
+from producer_core import EmbeddedBroker, Workload, parse_mode_configs
+from producer_core import run as engine_run
 from producer_core.analysis.trace_replay import free_run, replay, settings_from_trace
-from producer_core.drivers.engine import run as engine_run
 from producer_core.drivers.kafka_java.fidelity import PAIRS, check
 from producer_core.drivers.kafka_java.run import run_traced
 from producer_core.results.client_trace import ClientTrace
-from producer_core.workload.workload import Workload
 
 TRACED = {"kafka-java"}
 """Real clients whose driver records a trace."""
@@ -71,8 +70,6 @@ def _broker(shared: str | None) -> Iterator[str]:
     if shared is not None:
         yield shared
         return
-    from producer_core.brokers.embedded import EmbeddedBroker
-
     with EmbeddedBroker() as broker:
         yield broker.bootstrap
 

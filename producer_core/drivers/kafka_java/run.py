@@ -305,8 +305,9 @@ class KafkaJavaRun:
         try:
             self._handshake()
             generator = Generator(self.workload, self.first_slots,
-                                  _PipeSink(self),  # type: ignore[arg-type]
-                                  ClientBatching(), self.metrics)  # type: ignore[arg-type]
+                                  # a sink with the accumulator's append_many (duck-typed)
+                                  _PipeSink(self),  # type: ignore[arg-type]  # see above
+                                  ClientBatching(), self.metrics)
             # on Java's clock (the wall clock's milliseconds), the phase mode java runs at
             self.start = phased_start(self.clock() + START_LEAD_S, time.time() - self.clock())
             if self.workload.start_at is not None:  # a share of a distributed run
@@ -322,7 +323,7 @@ class KafkaJavaRun:
             stopped = self.stop.is_set()
             self.write(protocol.END)
             self._flush()
-            self._proc.stdin.close()  # type: ignore[union-attr]
+            self._proc.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE
             deadline = self.clock() + (STOP_GRACE_S if stopped
                                        else self.settings.delivery_timeout_s + 60.0)
             while self._result is None and not self._done.wait(0.2):
@@ -351,7 +352,7 @@ class KafkaJavaRun:
         if proc is None:
             return
         with contextlib.suppress(OSError, ValueError):
-            proc.stdin.close()  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -448,11 +449,11 @@ class KafkaJavaRun:
         counted = all(r["partitions"] >= 0 for r in self._requests)
         for r in self._requests:
             for name, (records, size) in r.get("topics", {}).items():
-                topic = m.topics.get(name)
-                if topic is not None:  # a request carrying several topics counts for each
-                    topic.requests += 1
-                    topic.records_sent += records
-                    topic.bytes_sent += size
+                counts = m.topics.get(name)
+                if counts is not None:  # a request carrying several topics counts for each
+                    counts.requests += 1
+                    counts.records_sent += records
+                    counts.bytes_sent += size
             m.requests_by_broker[r["broker"]] += 1
             m.records_sent += r["records"]
             m.bytes_sent += r["bytes"]
