@@ -389,6 +389,8 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         busy = Counter(broker for _, broker, _ in in_flight)
         state.see(ready_ns, group)
         free = {b: max(0, max_in_flight - busy[b]) for b in set(state.leaders)}
+        for node in trace.busy.get(group[0].sender_pass, ()):  # the client could not send
+            free[node] = 0
         flushing = trace.flush_ns is not None and ready_ns >= trace.flush_ns
         policy = state.policy
         if isinstance(policy, SenderModel):

@@ -92,6 +92,10 @@ class ClientTrace:
     responses: dict[int, int] = field(default_factory=dict)
     """Correlation id -> when its response was read (ns)."""
     flush_ns: int | None = None
+    busy: dict[int, list[int]] = field(default_factory=dict)
+    """Sender pass -> the nodes it found ready but could not send to (Java: the client's
+    `ready(node)` said no: no connection yet, in-flight requests, a request still being
+    written)."""
     drain_order: dict[int, list[int]] = field(default_factory=dict)
     """Node -> its slots in the order the client's drain walks them (as it reported)."""
     settings: dict[str, str] = field(default_factory=dict)
@@ -154,6 +158,7 @@ class ClientTrace:
         data["format"] = TRACE_FORMAT
         data["responses"] = {str(k): v for k, v in self.responses.items()}
         data["drain_order"] = {str(k): v for k, v in self.drain_order.items()}
+        data["busy"] = {str(k): v for k, v in self.busy.items()}
         return data
 
     @classmethod
@@ -167,6 +172,7 @@ class ClientTrace:
         fields["responses"] = {int(k): v for k, v in data["responses"].items()}
         fields["headers"] = [[tuple(h) for h in shape] for shape in data["headers"]]
         fields["drain_order"] = {int(k): v for k, v in data.get("drain_order", {}).items()}
+        fields["busy"] = {int(k): v for k, v in data.get("busy", {}).items()}
         return cls(**fields)
 
     def write(self, path: Path) -> None:

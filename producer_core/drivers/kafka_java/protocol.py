@@ -23,7 +23,8 @@ request), delivery, config_error, result (last; histograms as base64 HdrHistogra
 With ``kbatch.trace=true`` (`producer_core.results.client_trace`): clock (where the
 producer's millisecond clock ticks on nanoTime), drain_order (each node's partitions in
 the order the Sender's drain walks them), appends (each send()'s start and length,
-in chunks, in message order), request lines gain corr, created_ms, ready_ns, pass and
+in chunks, in message order), node_busy (node, pass: the Sender could not send to a ready
+node in that pass), request lines gain corr, created_ms, ready_ns, pass and
 parts ([topic index, partition, records, retry] each), response (corr, ns) and flush (ns).
 """
 

@@ -68,7 +68,8 @@ MIN_SLEEP_S = 0.00005
 time (time.sleep waits to tens of microseconds); a 0.5 ms floor here used to deliver
 2,000 msg/s in late pairs, which made the Java producer batch more than the same schedule
 asks (issue #18)."""
-TRACE_LINES = frozenset(("appends", "response", "clock", "flush", "drain_order"))
+TRACE_LINES = frozenset(("appends", "response", "clock", "flush", "drain_order",
+                         "node_busy"))
 """The driver's lines that only a traced run (`kbatch.trace=true`) gets."""
 NO_CALLBACK = "no callback before close"
 """The unknown reason of a message the driver took but whose send callback never came."""
@@ -222,6 +223,8 @@ class KafkaJavaRun:
             trace.flush_ns = item["ns"]
         elif kind == "drain_order":
             trace.add_drain_order(item.get("nodes", {}))
+        elif kind == "node_busy":
+            trace.busy.setdefault(item["pass"], []).append(item["node"])
 
     def _next(self, kind: str, timeout: float) -> dict[str, Any]:
         deadline = self.clock() + timeout

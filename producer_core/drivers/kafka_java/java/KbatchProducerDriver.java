@@ -5,7 +5,7 @@
 // java.util.Properties form (kbatch.* keys for the driver, every other key goes to
 // KafkaProducer), then frames: 'P' ping; 'M' one message; 'E' end of messages.
 // stdout: one JSON object per line: hello, pong, progress, request, delivery, result
-// (with kbatch.trace=true also clock, drain_order, appends, response and flush).
+// (with kbatch.trace=true also clock, drain_order, appends, node_busy, response and flush).
 // Why the request interception: the client's metrics count every request (Metadata,
 // ApiVersions, InitProducerId...) and only window-average records per request; wrapping the
 // Sender's KafkaClient counts exactly the Produce requests it writes, with their partitions,
@@ -171,6 +171,14 @@ public final class KbatchProducerDriver {
             } catch (InvocationTargetException e) {
                 if (acksZero && method.getName().equals("poll")) answeredAcksZero(e.getCause());
                 throw e.getCause();
+            }
+            if (trace && Boolean.FALSE.equals(result) && method.getName().equals("ready")
+                    && args.length == 2 && args[0] instanceof Node) {
+                // the Sender found the node ready by the accumulator but could not send to
+                // it now (a connection not up yet, in-flight requests, a request not fully
+                // written): it drains nothing for that node in this pass
+                emit("{\"type\":\"node_busy\",\"node\":" + ((Node) args[0]).id()
+                     + ",\"pass\":" + senderPasses.get() + "}", false);
             }
             if (method.getName().equals("poll") && result instanceof List) {
                 long now = System.nanoTime();
