@@ -228,9 +228,12 @@ class _Replay:
                       zip(trace.topics, trace.partitions, strict=True) for p in range(count)]
         self.leaders = self._leaders()
         self.end_ns = [s + t for s, t in zip(trace.start_ns, trace.took_ns, strict=True)]
-        if len(trace.waited_ns) == len(trace.start_ns):  # the client said how long
-            self.blocked = [(e - waited, e) for e, waited in zip(self.end_ns, trace.waited_ns,
-                                                                 strict=True) if waited > 0]
+        if len(trace.waited_ns) == len(trace.start_ns):  # the client said which waited
+            # the whole send(): where in it the wait began is not timed (a few
+            # microseconds of work come before and after it)
+            self.blocked = [(s, e) for s, e, waited in zip(trace.start_ns, self.end_ns,
+                                                           trace.waited_ns, strict=True)
+                            if waited > 0]
         else:
             self.blocked = [(s, e) for s, e, took in zip(trace.start_ns, self.end_ns,
                                                          trace.took_ns, strict=True)
