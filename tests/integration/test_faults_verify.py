@@ -194,7 +194,7 @@ def test_killed_and_restarted_broker(broker, tmp_path, extra, idempotence) -> No
         assert run["idempotence"]["epoch_bumps"] >= 1  # the new broker: a new producer id
 
 
-async def _leader_of(bootstrap: str, topic: str, partition: int) -> int:
+async def leader_of(bootstrap: str, topic: str, partition: int) -> int:
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
     await consumer.start()
     try:
@@ -206,7 +206,7 @@ async def _leader_of(bootstrap: str, topic: str, partition: int) -> int:
     return int(leader)
 
 
-async def _create_replicated_topic(bootstrap: str, name: str) -> None:
+async def create_replicated_topic(bootstrap: str, name: str) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
@@ -217,7 +217,7 @@ async def _create_replicated_topic(bootstrap: str, name: str) -> None:
     while time.monotonic() < deadline:  # until every partition has a leader
         try:
             for p in range(PARTITIONS):
-                await _leader_of(bootstrap, name, p)
+                await leader_of(bootstrap, name, p)
             return
         except AssertionError:
             await asyncio.sleep(0.3)
@@ -236,10 +236,10 @@ def test_leader_change_on_kafka(kafka_cluster, tmp_path, extra, idempotence) -> 
 
     topic = fresh_topic("leader-change")
     bootstrap = kafka_cluster.bootstrap
-    asyncio.run(_create_replicated_topic(bootstrap, topic))
+    asyncio.run(create_replicated_topic(bootstrap, topic))
     json_path = tmp_path / "run.json"
     proc, began = kbatch_produce(bootstrap, topic, json_path, *extra, duration_s=8)
-    leader = asyncio.run(_leader_of(bootstrap, topic, 0))
+    leader = asyncio.run(leader_of(bootstrap, topic, 0))
     try:
         try:
             wait_until_written(bootstrap, topic)

@@ -166,21 +166,21 @@ def test_a_leader_kill_loses_and_duplicates_nothing_with_an_idempotent_go_client
     with acks=all and idempotence (both clients' setting here), --verify reads back no
     loss, no duplicate and nothing out of order."""
     from tests.integration.test_faults_verify import (
-        _create_replicated_topic,
-        _leader_of,
+        create_replicated_topic,
         finish,
         kbatch_produce,
+        leader_of,
         outcome,
         wait_until_written,
     )
 
     topic = fresh_topic(f"go-leader-{mode}")
     bootstrap = kafka_cluster.bootstrap
-    asyncio.run(_create_replicated_topic(bootstrap, topic))
+    asyncio.run(create_replicated_topic(bootstrap, topic))
     json_path = tmp_path / "run.json"
     proc, began = kbatch_produce(bootstrap, topic, json_path, "--mode", mode,
                                  duration_s=8)
-    leader = asyncio.run(_leader_of(bootstrap, topic, 0))
+    leader = asyncio.run(leader_of(bootstrap, topic, 0))
     try:
         wait_until_written(bootstrap, topic)
         kafka_cluster.kill_node(leader)

@@ -26,8 +26,10 @@ __all__ = ["END", "LINE_TYPES", "PING", "PROTOCOL_VERSION", "RESULT_FIELDS",
            "encode_headers", "header", "message", "parse_line"]
 
 LINE_TYPES = frozenset({"hello", "pong", "progress", "request", "delivery", "config_error",
-                        "result", "acks0_answered"})
-"""The line types a driver may write (acks0_answered: the Java driver only)."""
+                        "result", "acks0_answered", "clock", "drain_order", "appends",
+                        "node_busy", "response", "flush"})
+"""The line types a driver may write (acks0_answered and the trace lines from clock on:
+the Java driver only)."""
 
 RESULT_FIELDS = ("acked", "failed", "unacked", "unknown", "submitted", "requests",
                  "last_ack_ns", "interception", "idempotence", "failed_reasons",
