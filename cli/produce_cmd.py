@@ -13,6 +13,7 @@ from cli.consume_opts import consume_options
 from cli.dashboard_opts import dashboard_option
 from cli.errors import friendly_errors
 from cli.lazy_group import guarded_import
+from cli.mode_opts import ModeChoice
 from cli.options import (
     lab_options,
     workload_options,
@@ -29,13 +30,13 @@ from cli.run_opts import (
     runner_options,
 )
 from cli.txn_opts import transaction_options
-from producer_core.config import MODES, settings_help
+from producer_core.config import settings_help
 from producer_core.modes import mode_help
 
 
 @click.command(cls=PerfTestArgs, epilog="Producer settings (-X key=value):\n\n" +
              settings_help().replace("\n", "\n\n"))
-@click.option("--mode", type=click.Choice(MODES), default="partition", show_default=True,
+@click.option("--mode", type=ModeChoice(), default="partition", show_default=True,
               help=mode_help())
 @workload_options
 @payload_options

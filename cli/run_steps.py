@@ -41,7 +41,7 @@ from cli.render import (
     topics_table,
     verify_table,
 )
-from cli.run_pipeline import run_pipeline
+from cli.run_pipeline import install_clients, run_pipeline
 from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.spark_opts import Runner, runner_from_flags
 from cli.stopping import StopOnSignal
@@ -112,6 +112,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
     check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
+    install_clients([mode])
     open_dashboard(dashboard_spec, f"kbatch produce — mode {mode}")
     with StopOnSignal() as stopper:
         with run_pipeline(runner, stopper, bootstrap_servers, shape, endpoints, shared=True,
@@ -180,6 +181,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
     check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
+    install_clients(modes)
     open_dashboard(dashboard_spec, f"kbatch compare-modes {','.join(modes)}")
     for mode_run in mode_runs:
         for warning in mode_run.settings.warnings:

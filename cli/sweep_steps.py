@@ -24,7 +24,7 @@ from cli.options import lab_shape, workload_from_flags
 from cli.output_paths import writable_dir
 from cli.render import console, out
 from cli.results_tables import _duration, sweep_table
-from cli.run_pipeline import run_pipeline
+from cli.run_pipeline import install_clients, run_pipeline
 from cli.spark_opts import Runner, checked_spark_target
 from cli.stopping import StopOnSignal
 from producer_core.analysis.compare import parse_modes
@@ -152,6 +152,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
             "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
     plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode, minimize)
     writable_dir(out_dir, "--out")  # before any cell runs, not after the first one
+    install_clients(modes)
     spark = spark_cells(runner, workers, spark_master, spark_conf, bootstrap_servers, shape)
     open_dashboard(dashboard_spec, f"kbatch sweep {','.join(modes)}")
     own_brokers = ("its own embedded broker per cell"  # every Spark task starts its own

@@ -37,6 +37,11 @@ LOG_BINDING = "org.apache.logging.log4j:log4j-slf4j-impl:2.25.4"
 MVN_TIMEOUT_S = 900
 
 
+class ArtifactMissing(UsageError):
+    """Maven's repositories do not have an asked-for artifact version (its caller words
+    the error: which version, what to do)."""
+
+
 class KafkaUnavailable(UsageError):
     """Neither a Kafka distribution nor the tools to fetch one (Java, Maven) are here."""
 
@@ -108,6 +113,12 @@ def resolve(kafka_home: str | Path | None = None,
     return KafkaDist(java, libs, KAFKA_VERSION, f"Maven cache {libs}")
 
 
+def _not_found(output: str) -> bool:
+    """Whether Maven's output says an artifact is absent (not a network or other error)."""
+    return "Could not find artifact" in output or (
+        "was not found in" in output and "Could not resolve dependencies" in output)
+
+
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -143,7 +154,9 @@ def fetch_jars(target: Path, progress: Callable[[str], None], deps: list[str] | 
     try:
         progress(f"Fetching {label} from Maven Central into {target} (first run only)...")
         (work / "pom.xml").write_text(_pom(deps))
-        cmd = [mvn, "-B", "-q", "dependency:copy-dependencies", "-DincludeScope=runtime",
+        # -U: a version Maven once failed to find is looked for again, not taken from
+        # the local repository's cached failure
+        cmd = [mvn, "-B", "-q", "-U", "dependency:copy-dependencies", "-DincludeScope=runtime",
                f"-DoutputDirectory={work / 'libs'}"]
         try:
             proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True,
@@ -154,6 +167,8 @@ def fetch_jars(target: Path, progress: Callable[[str], None], deps: list[str] | 
                 f"Maven did not finish resolving Kafka {KAFKA_VERSION} within "
                 f"{MVN_TIMEOUT_S} s. Check network access to Maven Central, or set KAFKA_HOME."
             ) from exc
+        if proc.returncode != 0 and _not_found(proc.stdout + proc.stderr):
+            raise ArtifactMissing(f"Maven found no such artifact among {deps}")
         if proc.returncode != 0 or not any((work / "libs").glob(marker)):
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise BrokerError(

@@ -7,6 +7,13 @@ The driver (``java/KbatchProducerDriver.java``, package data) is compiled with `
 on first use into ``kafka-java-driver/<hash>``, the hash covering its source and the jar
 names, so an edited driver or another client version is compiled afresh; the compiled
 classes are renamed into place only when ``javac`` succeeded.
+
+Any other kafka-clients release (mode label ``kafka-java@VERSION``, issue 44) is one more
+cache key: ``kafka-clients-<version>``, fetched the same way. The driver's source is one
+file for every release; where a release keeps a class it imports in another package
+(the record classes moved to ``common.record.internal`` in 4.x, AppInfoParser to
+``common.utils.internals`` in 4.4), `adapt_source` rewrites the import to the package that
+release's jar has, so 3.x and 4.x compile from the same text.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -24,6 +32,7 @@ from pathlib import Path
 
 from producer_core.brokers.kafka_dist import (
     KAFKA_CLIENTS_VERSION,
+    ArtifactMissing,
     cache_root,
     fetch_jars,
     find_java,
@@ -36,6 +45,12 @@ CLIENT_DEPS = [
     "org.hdrhistogram:HdrHistogram:2.2.2",
     "org.slf4j:slf4j-nop:1.7.36",
 ]
+PACKAGE_MOVES: tuple[tuple[str, str], ...] = (
+    ("org.apache.kafka.common.record.internal.", "org.apache.kafka.common.record."),
+    ("org.apache.kafka.common.utils.AppInfoParser",
+     "org.apache.kafka.common.utils.internals.AppInfoParser"),
+)
+"""(a prefix the driver imports, where other kafka-clients releases keep it), both ways."""
 JAVAC_TIMEOUT_S = 300
 
 
@@ -82,20 +97,73 @@ def source_text() -> str:
             ).read_text(encoding="utf-8")
 
 
-def client_libs(progress: Callable[[str], None]) -> Path:
-    """The client's jars in the per-user cache, fetched with Maven the first time."""
-    libs = cache_root() / f"kafka-clients-{KAFKA_CLIENTS_VERSION}" / "libs"
+def client_deps(version: str) -> list[str]:
+    """The Maven coordinates of one kafka-clients release and the driver's own jars."""
+    return [f"org.apache.kafka:kafka-clients:{version}", *CLIENT_DEPS[1:]]
+
+
+def client_libs(progress: Callable[[str], None], version: str | None = None) -> Path:
+    """The client's jars in the per-user cache (one directory per release, the cache key),
+    fetched with Maven the first time."""
+    version = version or KAFKA_CLIENTS_VERSION
+    libs = cache_root() / f"kafka-clients-{version}" / "libs"
     if not libs.is_dir():
         if shutil.which("mvn") is None:
             raise _missing("Maven (`mvn` is not on PATH) to download kafka-clients once")
-        fetch_jars(libs.parent, progress, CLIENT_DEPS,
-                   f"kafka-clients-{KAFKA_CLIENTS_VERSION}.jar",
-                   f"kafka-clients {KAFKA_CLIENTS_VERSION} and HdrHistogram jars (about 20 MB)")
+        try:
+            fetch_jars(libs.parent, progress, client_deps(version),
+                       f"kafka-clients-{version}.jar",
+                       f"kafka-clients {version} and HdrHistogram jars (about 20 MB)")
+        except ArtifactMissing:
+            raise UsageError(
+                f"kafka-clients {version} is not a release Maven Central has (Maven found "
+                f"no org.apache.kafka:kafka-clients:{version}), so mode "
+                f"kafka-java@{version} cannot run. Give a released version, e.g. "
+                f"kafka-java@3.9.1 or kafka-java@{KAFKA_CLIENTS_VERSION} (the releases are "
+                "listed on the Apache Kafka downloads page), or leave out @VERSION for "
+                f"kbatch's pinned {KAFKA_CLIENTS_VERSION}. Nothing was started.") from None
     return libs
 
 
-def prepare(progress: Callable[[str], None] | None = None) -> Driver:
-    """Everything needed to start the driver, compiled and cached on first use."""
+def client_jar(libs: Path) -> Path | None:
+    """The kafka-clients jar among `libs` (None if it is not there)."""
+    return next(iter(sorted(libs.glob("kafka-clients-*.jar"))), None)
+
+
+def adapt_source(source: str, has_class: Callable[[str], bool]) -> str:
+    """The driver's source with each moved import pointed at the package this release has
+    (`PACKAGE_MOVES`); `has_class("a.b.C")` says whether the release's jar holds a.b.C."""
+    for one, other in PACKAGE_MOVES:
+        for old, new in ((one, other), (other, one)):
+            imported = [line.split()[1].rstrip(";") for line in source.splitlines()
+                        if line.startswith(f"import {old}")]
+            moved = [name for name in imported if not has_class(name)
+                     and has_class(new + name[len(old):])]
+            for name in moved:
+                source = source.replace(f"import {name};",
+                                        f"import {new + name[len(old):]};")
+    return source
+
+
+def jar_classes(jar: Path | None) -> Callable[[str], bool]:
+    """`has_class` for `adapt_source`, from a jar's entries (no jar: nothing moves)."""
+    if jar is None:
+        return lambda name: True
+    with zipfile.ZipFile(jar) as archive:
+        entries = set(archive.namelist())
+    return lambda name: name.replace(".", "/") + ".class" in entries
+
+
+def install(version: str | None, progress: Callable[[str], None]) -> None:
+    """Mode kafka-java's installer (`ModeSpec.install`): jars and compiled driver, before
+    any broker starts, so a release Maven lacks is an error before anything runs."""
+    prepare(progress, version)
+
+
+def prepare(progress: Callable[[str], None] | None = None,
+            version: str | None = None) -> Driver:
+    """Everything needed to start the driver, compiled and cached on first use, for
+    kafka-clients `version` (None: kbatch's pinned one)."""
     progress = progress or _stderr
     java = find_java()
     if java is None:
@@ -103,9 +171,9 @@ def prepare(progress: Callable[[str], None] | None = None) -> Driver:
     javac = find_javac(java)
     if javac is None:
         raise _missing("the Java compiler (`javac`: a JDK, not only a JRE)")
-    libs = client_libs(progress)
+    libs = client_libs(progress, version)
     classpath = str(libs / "*")
-    source = source_text()
+    source = adapt_source(source_text(), jar_classes(client_jar(libs)))
     digest = hashlib.sha256(
         (source + "\n".join(sorted(p.name for p in libs.glob("*.jar")))).encode()
     ).hexdigest()[:16]

@@ -46,7 +46,8 @@ from producer_core.drivers.run_types import (
     run_driver,
 )
 from producer_core.errors import BrokerError, ConfigError
-from producer_core.modes.kafka_java_settings import java_properties
+from producer_core.modes.kafka_java_settings import JAVA_NAMES, java_properties
+from producer_core.modes.versions import parse_label
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metrics import (
     ClientCounts,
@@ -105,7 +106,9 @@ class KafkaJavaRun:
 
     def __init__(self, workload: Workload, settings: ProducerSettings, bootstrap: str,
                  driver: Driver, on_progress: Callable[[Progress], None] | None = None,
-                 deliveries: list[Delivery] | None = None) -> None:
+                 deliveries: list[Delivery] | None = None, mode: str = "kafka-java") -> None:
+        self.mode = mode
+        self.version = parse_label(mode).version
         self.workload = workload
         self.settings = settings
         self.bootstrap = bootstrap
@@ -127,7 +130,13 @@ class KafkaJavaRun:
             self.targets.extend((spec.name, p) for p in range(spec.partitions))
             self.topic_index.extend([index] * spec.partitions)
             self.metrics.topics.setdefault(spec.name, TopicMetrics())
-        self.properties = {**java_properties(dict(settings.values)),
+        # a release asked for by name runs at its own defaults (as its users get it): only
+        # what was set explicitly goes to it; the pinned client gets every kbatch value,
+        # so it runs with exactly the emulation's (mode java) settings
+        values = dict(settings.values) if self.version is None else {
+            k: v for k, v in settings.values.items() if k in settings.explicit}
+        self.client_config: dict[str, Any] = {}
+        self.properties = {**java_properties(values),
                            **java_producer_passthrough(settings.foreign_properties),
                            **settings.security.java_properties(),
                            "bootstrap.servers": bootstrap}
@@ -178,6 +187,8 @@ class KafkaJavaRun:
                     self._result = item
                 elif kind == "config_error":
                     self._config_error = item.get("message") or "rejected"
+                elif kind == "client_config":
+                    self.client_config = dict(item.get("values") or {})
                 elif kind == "acks0_answered":
                     self._acks0_answered = str(item.get("message"))
                 else:
@@ -380,6 +391,17 @@ class KafkaJavaRun:
                 topic.unknown += missing
                 m.unknown(missing, NO_CALLBACK)
 
+    def _settings_used(self) -> dict[str, Any]:
+        """The run's settings: what kbatch passed, or, for a release run at its defaults
+        (``kafka-java@VERSION``), the values the client reports it used."""
+        passed = {k: self.settings[k] for k in self.properties if k in self.settings.values}
+        if self.version is None:
+            return passed
+        used = {k: self.client_config[k] for k in JAVA_NAMES if k in self.client_config}
+        if str(used.get("acks")) == "-1":  # as kbatch names it
+            used["acks"] = "all"
+        return {**used, **passed}
+
     def _idempotence(self, reported: Any, warnings: list[str]) -> dict[str, Any]:
         """What the Java producer ran with (its TransactionManager), not what was asked:
         `--verify` excuses duplicates and reorders only when idempotence was off."""
@@ -434,12 +456,14 @@ class KafkaJavaRun:
                             f"({result.get('interception')}): requests_sent is 0; see "
                             "kafka_java.node_request_total.")
         return Results.of_run(
-            "kafka-java", self.workload,
-            {k: self.settings[k] for k in self.properties if k in self.settings.values},
+            self.mode, self.workload, self._settings_used(),
             self.bootstrap, m, start=self.start, end=end, intended=self._intended,
             warnings=warnings,
             client=Section("kafka_java", {
                 "client_version": self.client_version,
+                "client_config": self.client_config,
+                "client_defaults": sorted(k for k in self.client_config
+                                          if k not in self.properties),
                 "protocol": protocol.PROTOCOL_VERSION,
                 "properties": redact(self.properties),
                 "request_counting": result.get("interception"),
@@ -458,7 +482,7 @@ async def run_async(call: RunCall) -> Results:
     `stop`, when set, ends the run early (as cancelling it does)."""
     check_message_fits(call.workload.topic_specs(), call.settings.max_request_size,
                        "the Java producer's max.request.size")
-    driver = await asyncio.to_thread(prepare)
+    driver = await asyncio.to_thread(prepare, None, parse_label(call.mode).version)
     runner = KafkaJavaRun(call.workload, call.settings, call.bootstrap, driver,
-                          call.on_progress, call.deliveries)
+                          call.on_progress, call.deliveries, call.mode)
     return await run_in_thread(runner, call, abort=runner.abort)
