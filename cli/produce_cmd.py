@@ -9,6 +9,7 @@ import click
 
 from cli.broker_cost_opts import broker_metrics_option
 from cli.client_opts import client_options
+from cli.closed_loop_opts import closed_loop_options
 from cli.consume_opts import consume_options
 from cli.dashboard_opts import dashboard_option
 from cli.errors import friendly_errors
@@ -39,6 +40,7 @@ from producer_core.modes import mode_help
 @click.option("--mode", type=ModeChoice(), default="partition", show_default=True,
               help=mode_help())
 @workload_options
+@closed_loop_options
 @payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting with Kafka's name, e.g. -X linger.ms=10 -X acks=all. "

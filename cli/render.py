@@ -48,7 +48,7 @@ def summary_table(result: dict[str, Any]) -> Table:
         *([("discarded (reasons)", f"{msgs['discarded']:,} ({_reasons(msgs)})")]
           if msgs.get("discarded") else []),
         ("rate achieved (target)",
-         f"{rate['achieved_msgs_per_s']:,.0f}/s ({'max' if target is None else f'{target:,.0f}'})"),
+         f"{rate['achieved_msgs_per_s']:,.0f}/s ({_target_text(result, target)})"),
         *_volume_rows(result),
     ]
     lat = result["latency"]
@@ -127,6 +127,17 @@ def client_text(result: dict[str, Any]) -> str | None:
             text += " (" + ", ".join(f"{k} its default" for k, _ in figures
                                      if k in defaults) + ")"
     return text
+
+
+def _target_text(result: dict[str, Any], target: float | None) -> str:
+    """The rate asked for: a number, max, or a closed loop's senders (its rate is an
+    outcome)."""
+    loop = result.get("workload", {}).get("closed_loop")
+    if loop:
+        think = result["workload"].get("think_time_s") or 0
+        return (f"closed loop, {loop:,} sender{'s' if loop > 1 else ''}"
+                + (f", think {think * 1000:g} ms" if think else ""))
+    return "max" if target is None else f"{target:,.0f}"
 
 
 def _same_linger(per_request: dict[str, Any], per_batch: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 from cli.broker_cost_opts import broker_endpoints
 from cli.broker_cost_render import broker_cost_notes
 from cli.client_opts import client_inputs, finish_settings
+from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
 from cli.consume_opts import check_consume
 from cli.consume_render import consumers_tables
 from cli.dashboard import dashboard_warn, finish_dashboard, open_dashboard
@@ -107,7 +108,9 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     settings = other_mode_warnings(
         finish_settings(build_settings(client.assignments, mode=mode), client), mode)
     payload = payload_from_flags(workload_flags)
-    workload = with_payload(workload_from_flags(**workload_flags), payload)
+    loop = closed_loop_from_flags(workload_flags)
+    workload = with_closed_loop(with_payload(workload_from_flags(**workload_flags), payload),
+                                loop)
     check_fits(workload, settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
@@ -175,7 +178,9 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         for warning in mode_run.settings.warnings:
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
     payload = payload_from_flags(workload_flags)
-    workload = with_payload(workload_from_flags(**workload_flags), payload)
+    loop = closed_loop_from_flags(workload_flags)
+    workload = with_closed_loop(with_payload(workload_from_flags(**workload_flags), payload),
+                                loop)
     for mode_run in mode_runs:
         check_fits(workload, mode_run.settings)
     check_verify(verify, runner, workload)

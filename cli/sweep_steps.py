@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.broker_cost_opts import broker_endpoints
+from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
 from cli.dashboard import finish_dashboard, open_dashboard, sweep_hooks
 from cli.options import lab_shape, workload_from_flags
 from cli.output_paths import writable_dir
@@ -147,7 +148,11 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         raise UsageError("--rate and --rates cannot be combined: --rates gives the rates.")
     cells = expand_grid(modes, windows, rates, axes)
     check_cells(cells, common)
-    workload = workload_from_flags(**workload_flags)
+    if rates_text and workload_flags.get("closed_loop") is not None:
+        raise UsageError("--rates and --closed-loop cannot be combined: a closed loop's "
+                         "rate is an outcome, not an input.")
+    loop = closed_loop_from_flags(workload_flags)
+    workload = with_closed_loop(workload_from_flags(**workload_flags), loop)
     grid = {"modes": modes, "windows": windows, "rates": rates,
             "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
     plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode, minimize)

@@ -82,8 +82,8 @@ def run_target_rate(workload: Workload) -> float | None:
     schedule look short). None when a topic is unthrottled; the long-run rate without a
     duration (a --messages run)."""
     specs = workload.topic_specs()
-    if any(spec.rate.kind == "max" for spec in specs):
-        return None
+    if workload.closed_loop is not None or any(spec.rate.kind == "max" for spec in specs):
+        return None  # a closed loop's rate is what it achieves
     horizon = workload.duration_s
     if horizon is None:
         return workload.target_rate

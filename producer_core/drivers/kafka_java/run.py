@@ -137,6 +137,9 @@ class KafkaJavaRun:
             k: v for k, v in settings.values.items() if k in settings.explicit}
         self.client_config: dict[str, Any] = {}
         self.broker_warnings: list[str] = []
+        self._completed = 0
+        """Messages the driver reported complete ("done": a closed loop's senders wait)."""
+        self._completion = threading.Event()
         self.properties = {**java_properties(values),
                            **java_producer_passthrough(settings.foreign_properties),
                            **settings.security.java_properties(),
@@ -212,6 +215,9 @@ class KafkaJavaRun:
                     self._result = item
                 elif kind == "config_error":
                     self._config_error = item.get("message") or "rejected"
+                elif kind == "done":
+                    self._completed += 1
+                    self._completion.set()
                 elif kind == "client_config":
                     self.client_config = dict(item.get("values") or {})
                 elif kind == "acks0_answered":
@@ -270,7 +276,9 @@ class KafkaJavaRun:
             raise BrokerError(f"kbatch's Java driver speaks protocol {hello.get('protocol')}, "
                               f"kbatch {protocol.PROTOCOL_VERSION}; delete its cached build.")
         self.client_version = str(hello.get("client_version"))
-        self.write(protocol.header([s.name for s in self.specs], self.properties,
+        closed = {"kbatch.completions": "true"} if self.workload.closed_loop else {}
+        self.write(protocol.header([s.name for s in self.specs],
+                                   {**self.properties, **closed},
                                    self.deliveries is not None))
         best: tuple[int, int] | None = None  # (round trip, offset), the tightest ping wins
         for _ in range(PINGS):
@@ -306,6 +314,7 @@ class KafkaJavaRun:
             generator = Generator(self.workload, self.first_slots,
                                   _PipeSink(self),  # type: ignore[arg-type]
                                   ClientBatching(), self.metrics)  # type: ignore[arg-type]
+            generator.completions = lambda: self._completed  # the Java producer settles
             # on Java's clock (the wall clock's milliseconds), the phase mode java runs at
             self.start = phased_start(self.clock() + START_LEAD_S, time.time() - self.clock())
             if self.workload.start_at is not None:  # a share of a distributed run
@@ -377,7 +386,15 @@ class KafkaJavaRun:
                 continue
             next_due = generator.next_due()
             wait = 0.05 if next_due is None else next_due - clock()
-            time.sleep(min(max(wait, MIN_SLEEP_S), 0.05))
+            self._pause(min(max(wait, MIN_SLEEP_S), 0.05))
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep until the next message is due; in a closed loop, or until the driver
+        reports a completion (a sender is free: its next message goes at once)."""
+        if not self.workload.closed_loop:
+            time.sleep(seconds)
+        elif self._completion.wait(seconds):
+            self._completion.clear()
 
     def _report(self) -> None:
         now = self.clock()
