@@ -1,0 +1,75 @@
+"""Issue 44 from the command line: kafka-java@VERSION (two releases in one comparison, at
+their own defaults, named in the table), a release Maven lacks, closed-loop senders, and
+kafka-clients 4.4.0 on the embedded broker."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.cli.test_produce_cli import kbatch
+
+needs_java = pytest.mark.skipif(shutil.which("javac") is None or shutil.which("mvn") is None,
+                                reason="needs a JDK and Maven")
+
+
+def test_a_mode_that_takes_no_version_is_a_usage_error() -> None:
+    proc = kbatch("produce", "--mode", "partition@1.0", "--messages", "5", "--no-progress")
+    assert proc.returncode == 2
+    assert "takes no @VERSION" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_closed_loop_flags_are_checked_before_anything_runs() -> None:
+    proc = kbatch("produce", "--closed-loop", "4", "--rate", "100", "--duration", "1",
+                  "--no-progress")
+    assert proc.returncode == 2 and "--rate and --closed-loop" in proc.stderr
+    proc = kbatch("produce", "--think-time-ms", "5", "--duration", "1", "--no-progress")
+    assert proc.returncode == 2 and "applies only with --closed-loop" in proc.stderr
+
+
+@needs_java
+def test_a_release_maven_central_lacks_is_exit_2_before_any_broker() -> None:
+    proc = kbatch("compare-modes", "--modes", "kafka-java@0.0.404,partition", "--duration",
+                  "1", "--no-progress")
+    assert proc.returncode == 2, proc.stderr
+    assert "kafka-clients 0.0.404 is not a release" in proc.stderr
+    assert "Tansu" not in proc.stderr + proc.stdout  # nothing was started
+
+
+@pytest.mark.broker
+def test_closed_loop_in_an_engine_mode(tmp_path) -> None:
+    out = tmp_path / "run.json"
+    proc = kbatch("produce", "--mode", "partition", "--closed-loop", "2", "--partitions", "4",
+                  "--duration", "1", "--no-progress", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["workload"]["closed_loop"] == 2 and doc["rate"]["target_msgs_per_s"] is None
+    acked = doc["messages"]["acknowledged"]
+    assert acked > 0 and acked == doc["messages"]["sent"] == doc["latency"]["count"]
+    assert "closed loop, 2 senders" in proc.stdout
+
+
+@needs_java
+@pytest.mark.broker
+def test_two_releases_side_by_side_in_a_closed_loop(tmp_path) -> None:
+    """The issue's "done when", shortened: each release at its own defaults, named with
+    the version it reports and the linger.ms it used; 4.4.0 runs on the embedded broker."""
+    out = tmp_path / "cmp.json"
+    proc = kbatch("compare-modes", "--modes", "kafka-java@3.9.1,kafka-java@4.4.0",
+                  "--closed-loop", "2", "--partitions", "4", "--duration", "2",
+                  "--no-progress", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["modes"] == ["kafka-java@3.9.1", "kafka-java@4.4.0"]
+    runs = {run["mode"]: run for run in doc["runs"]}
+    for version, linger in (("3.9.1", 0), ("4.4.0", 5)):
+        run = runs[f"kafka-java@{version}"]
+        assert run["kafka_java"]["client_version"] == version
+        assert run["kafka_java"]["client_config"]["linger.ms"] == linger
+        assert run["settings"]["linger.ms"] == linger  # its default, not kbatch's
+        assert run["messages"]["acknowledged"] > 0 and run["messages"]["failed"] == 0
+        assert f"kafka-clients {version}; linger.ms {linger}" in proc.stdout
+    assert any("metadata.cluster.check.enable=false" in w
+               for w in runs["kafka-java@4.4.0"]["warnings"])
