@@ -112,6 +112,11 @@ CLIENT_FIGURES = ("linger.ms", "batch.size")
 def client_text(result: dict[str, Any]) -> str | None:
     """What a real client run reports of itself: ``kafka-clients 3.9.1; linger.ms 0,
     batch.size 16384 (its defaults)``; None for kbatch's own engine."""
+    rdkafka = result.get("librdkafka")
+    if isinstance(rdkafka, dict) and rdkafka.get("version"):
+        python = rdkafka.get("confluent_kafka_version")
+        return f"librdkafka {rdkafka['version']}" + (
+            f" (confluent-kafka {python})" if python else "")
     section = result.get("kafka_java")
     if not isinstance(section, dict) or not section.get("client_version"):
         return None

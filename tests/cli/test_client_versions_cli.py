@@ -73,3 +73,21 @@ def test_two_releases_side_by_side_in_a_closed_loop(tmp_path) -> None:
         assert f"kafka-clients {version}; linger.ms {linger}" in proc.stdout
     assert any("metadata.cluster.check.enable=false" in w
                for w in runs["kafka-java@4.4.0"]["warnings"])
+
+
+@pytest.mark.broker
+def test_a_librdkafka_release_runs_out_of_process_beside_the_pinned_one(tmp_path) -> None:
+    """librdkafka@2.12.0: that confluent-kafka wheel (fetched once with pip) in a child
+    interpreter, beside kbatch's own; each names the librdkafka it reports."""
+    out = tmp_path / "cmp.json"
+    proc = kbatch("compare-modes", "--modes", "librdkafka@2.12.0,librdkafka", "--partitions",
+                  "4", "--rate", "200", "--duration", "1", "--no-progress", "--json", str(out))
+    if proc.returncode == 1 and "pip could not install" in proc.stderr:
+        pytest.skip("PyPI is not reachable from this machine")
+    assert proc.returncode == 0, proc.stderr
+    runs = {run["mode"]: run for run in json.loads(out.read_text())["runs"]}
+    assert runs["librdkafka@2.12.0"]["librdkafka"]["version"] == "2.12.0"
+    assert runs["librdkafka"]["librdkafka"]["version"] != "2.12.0"
+    for run in runs.values():
+        assert run["messages"]["acknowledged"] == 200 and run["requests_sent"] > 0
+    assert "librdkafka@2.12.0: librdkafka 2.12.0" in proc.stdout

@@ -141,3 +141,67 @@ def test_the_real_driver_source_imports_only_classes_it_can_move() -> None:
     source = driver.source_text()
     for one, _other in driver.PACKAGE_MOVES:
         assert f"import {one}" in source
+
+
+def test_librdkafka_takes_a_version_and_installs_it_once(tmp_path: Path, monkeypatch) -> None:
+    from producer_core.drivers import librdkafka_versions as rdk
+
+    assert "librdkafka" in versioned_modes()
+    monkeypatch.setattr(rdk, "cache_root", lambda: tmp_path)
+    calls: list[list[str]] = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    def fake_run(cmd, **kwargs):
+        calls.append(cmd)
+        (Path(cmd[cmd.index("--target") + 1]) / "confluent_kafka").mkdir(parents=True)
+        return Done()
+
+    monkeypatch.setattr(rdk.subprocess, "run", fake_run)
+    lines: list[str] = []
+    rdk.install("2.12.0", lines.append)
+    rdk.install("2.12.0", lines.append)  # cached: pip is not asked again
+    rdk.install(None, lines.append)  # the pinned release is kbatch's own
+    assert len(calls) == 1 and calls[0][-1] == "confluent-kafka==2.12.0"
+    assert "--only-binary" in calls[0] and "--no-deps" in calls[0]
+    assert (tmp_path / "confluent-kafka-2.12.0" / "confluent_kafka").is_dir()
+    assert lines[0].startswith("Fetching confluent-kafka 2.12.0")
+    env = rdk.child_env("2.12.0")
+    assert env["PYTHONPATH"].split(":")[0] == str(tmp_path / "confluent-kafka-2.12.0")
+
+
+def test_a_confluent_kafka_release_pypi_lacks_is_a_usage_error(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    from producer_core.drivers import librdkafka_versions as rdk
+
+    monkeypatch.setattr(rdk, "cache_root", lambda: tmp_path)
+
+    class Missing:
+        returncode, stdout = 1, ""
+        stderr = ("ERROR: Could not find a version that satisfies the requirement "
+                  "confluent-kafka==0.0.404\nERROR: No matching distribution found")
+
+    monkeypatch.setattr(rdk.subprocess, "run", lambda cmd, **kwargs: Missing())
+    with pytest.raises(UsageError, match=r"confluent-kafka 0\.0\.404 is not a release"):
+        rdk.install("0.0.404", lambda text: None)
+    assert list(tmp_path.iterdir()) == []  # no half-filled cache left behind
+
+
+def test_results_pickle_across_a_process_boundary() -> None:
+    """A librdkafka@VERSION run's Results come back from its child pickled: histograms as
+    their encoded form, the interval recorder without its live hooks."""
+    import pickle
+
+    from producer_core.results.histogram import LatencyHistogram
+    from producer_core.results.intervals import IntervalRecorder
+    from producer_core.results.metrics import RunMetrics
+
+    histogram = LatencyHistogram()
+    histogram.record_seconds([0.001, 0.002, 0.250])
+    copy = pickle.loads(pickle.dumps(histogram))
+    assert copy.count == 3 and copy.percentile_ms(100) == histogram.percentile_ms(100)
+    recorder = IntervalRecorder(1.0, on_interval=lambda row: None)
+    recorder.begin(0.0, RunMetrics(), lambda: None)  # type: ignore[arg-type]
+    again = pickle.loads(pickle.dumps(recorder))
+    assert again.on_interval is None and again.interval_s == 1.0
