@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from cli.broker_cost_opts import broker_metrics_option
+from cli.client_build_opts import client_build_options
 from cli.client_opts import client_options
 from cli.closed_loop_opts import closed_loop_options
 from cli.consume_opts import consume_options
@@ -41,6 +42,7 @@ from producer_core.modes import mode_help
               help=mode_help())
 @workload_options
 @closed_loop_options
+@client_build_options
 @payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting with Kafka's name, e.g. -X linger.ms=10 -X acks=all. "

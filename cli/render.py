@@ -124,6 +124,9 @@ def client_text(result: dict[str, Any]) -> str | None:
     defaults = set(section.get("client_defaults") or ())
     figures = [(k, config[k]) for k in CLIENT_FIGURES if k in config]
     text = f"kafka-clients {section['client_version']}"
+    build = section.get("client_build")
+    if isinstance(build, dict):
+        text += f" (build {build.get('path')}, sha256 {str(build.get('sha256'))[:12]})"
     if figures:
         text += "; " + ", ".join(f"{k} {v}" for k, v in figures)
         if all(k in defaults for k, _ in figures):

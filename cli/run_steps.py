@@ -15,6 +15,7 @@ from typing import Any
 
 from cli.broker_cost_opts import broker_endpoints
 from cli.broker_cost_render import broker_cost_notes
+from cli.client_build_opts import apply_client_builds
 from cli.client_opts import client_inputs, finish_settings
 from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
 from cli.consume_opts import check_consume
@@ -60,6 +61,10 @@ from producer_core.results.run_facts import run_document
 from producer_core.workload.workload import Workload
 
 
+def _notice(text: str) -> None:
+    console.print(text, soft_wrap=True, highlight=False, markup=False)
+
+
 def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
     """Refuse --verify where it cannot say the truth, before any broker starts."""
     if not verify:
@@ -96,6 +101,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             progress: bool, overwrite: bool, verify: bool, allow_failures: bool,
             consume: Any = None, **workload_flags: Any) -> None:
     """The body of `kbatch produce` (its options: cli.produce_cmd)."""
+    mode = apply_client_builds(workload_flags.pop("client_builds", ()), [mode], _notice)[0]
     dashboard_spec = workload_flags.pop("dashboard")
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
@@ -166,7 +172,8 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     endpoints = broker_endpoints(workload_flags, bootstrap_servers)
-    modes = parse_modes(modes_text, MODES)
+    modes = apply_client_builds(workload_flags.pop("client_builds", ()),
+                                parse_modes(modes_text, MODES), _notice)
     check_setting_texts([*overrides, *mode_configs])
     client = client_inputs(command_config, overrides, bootstrap_servers, modes,
                            replication_factor, topic_configs)

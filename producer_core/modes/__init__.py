@@ -147,3 +147,19 @@ def make_policy(
     limits = RequestLimits(settings.max_request_size, settings.max_partitions_per_request)
     factory: Any = mode(name).load_policy()
     return factory(accumulator, leaders, limits, settings, topics)
+
+
+def register_build(name: str, path: str, progress: Callable[[str], None]) -> str:
+    """``--client-build MODE=PATH``: register your own build of mode `name`'s client and
+    return the label that runs it (``kafka-java@build-<hash>``); ValueError where the mode
+    takes no build."""
+    spec = BY_NAME.get(name)
+    builders = ", ".join(s.name for s in REGISTRY if s.build) or "none"
+    if spec is None or spec.build is None:
+        raise ValueError(f"--client-build {name}={path}: mode {name!r} takes no build of "
+                         f"its own. Modes that do: {builders}.")
+    module, _, function = spec.build.partition(":")
+    import importlib
+
+    version = getattr(importlib.import_module(module), function)(path, progress)
+    return f"{name}@{version}"

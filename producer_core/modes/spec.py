@@ -63,7 +63,10 @@ class ModeSpec:
     phrase for messages, e.g. "a kafka-clients release on Maven Central"; None: the mode
     takes no version, see `producer_core.modes.versions`). `install`: "module:function"
     ``(version, progress) -> None`` that fetches and builds that client once into the
-    per-user cache, called before any broker starts so a missing version fails first."""
+    per-user cache, called before any broker starts so a missing version fails first.
+    `build`: "module:function" ``(path, progress) -> version`` that registers your own
+    build of the client (``--client-build MODE=PATH``) as one more version, named by its
+    content hash."""
 
     name: str
     help: str
@@ -84,6 +87,7 @@ class ModeSpec:
     batch_size: Callable[[Any], int] | None = None
     versions: str | None = None
     install: str | None = None
+    build: str | None = None
 
     def __post_init__(self) -> None:
         if (self.policy is None) == (self.driver is None):

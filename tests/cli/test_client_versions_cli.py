@@ -91,3 +91,27 @@ def test_a_librdkafka_release_runs_out_of_process_beside_the_pinned_one(tmp_path
     for run in runs.values():
         assert run["messages"]["acknowledged"] == 200 and run["requests_sent"] > 0
     assert "librdkafka@2.12.0: librdkafka 2.12.0" in proc.stdout
+
+
+@needs_java
+@pytest.mark.broker
+def test_your_own_kafka_clients_jar_runs_and_is_named(tmp_path) -> None:
+    """--client-build kafka-java=JAR: a jar of your own (here a copy of a release's) runs
+    as kafka-java@build-<hash>, with its path, hash and reported version in the results."""
+    from producer_core.drivers.kafka_java.driver import client_libs
+
+    release = next(client_libs(lambda text: None, "3.9.1").glob("kafka-clients-*.jar"))
+    jar = tmp_path / "kafka-clients-mine.jar"
+    jar.write_bytes(release.read_bytes())
+    out = tmp_path / "run.json"
+    proc = kbatch("produce", "--mode", "kafka-java", "--client-build", f"kafka-java={jar}",
+                  "--partitions", "2", "--rate", "100", "--duration", "1", "--no-progress",
+                  "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["mode"].startswith("kafka-java@build-")
+    build = doc["kafka_java"]["client_build"]
+    assert build["path"] == str(jar.resolve()) and doc["mode"].endswith(build["sha256"][:12])
+    assert doc["kafka_java"]["client_version"] == "3.9.1"
+    assert doc["messages"]["acknowledged"] == 100
+    assert f"sha256 {build['sha256'][:12]})" in proc.stdout  # the table names the build

@@ -205,3 +205,54 @@ def test_results_pickle_across_a_process_boundary() -> None:
     recorder.begin(0.0, RunMetrics(), lambda: None)  # type: ignore[arg-type]
     again = pickle.loads(pickle.dumps(recorder))
     assert again.on_interval is None and again.interval_s == 1.0
+
+
+def _fake_clients_jar(path: Path, marker: str = "a") -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("org/apache/kafka/clients/producer/KafkaProducer.class", marker)
+    return path
+
+
+def test_a_client_build_is_a_version_named_by_its_content(tmp_path: Path,
+                                                          monkeypatch) -> None:
+    pinned = tmp_path / "pinned"
+    pinned.mkdir()
+    for name in ("kafka-clients-4.3.1.jar", "lz4-java-1.8.0.jar", "HdrHistogram-2.2.2.jar"):
+        (pinned / name).write_bytes(b"x")
+    real_client_libs = driver.client_libs
+    monkeypatch.setattr(driver, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(driver, "client_libs", lambda progress, version=None: pinned)
+    jar = _fake_clients_jar(tmp_path / "mine.jar")
+    version = driver.register_build(str(jar), lambda text: None)
+    assert version.startswith("build-") and len(version) == len("build-") + 12
+    assert driver.register_build(str(jar), lambda text: None) == version  # same content
+    libs = tmp_path / "cache" / f"kafka-clients-{version}" / "libs"
+    assert sorted(p.name for p in libs.iterdir()) == [
+        "HdrHistogram-2.2.2.jar", f"kafka-clients-{version}.jar", "lz4-java-1.8.0.jar"]
+    source = driver.build_source(version)
+    assert source is not None and source["path"] == str(jar.resolve())
+    assert driver.build_source("3.9.1") is None
+    other = driver.register_build(str(_fake_clients_jar(tmp_path / "edited.jar", "b")),
+                                  lambda text: None)
+    assert other != version
+    with pytest.raises(UsageError, match="not a jar"):
+        driver.register_build(str(tmp_path / "nothing.jar"), lambda text: None)
+    with pytest.raises(UsageError, match="names a client build"):
+        real_client_libs(lambda text: None, "build-000000000000")
+
+
+def test_client_build_flags_map_plain_modes_to_the_builds_label(monkeypatch) -> None:
+    from cli.client_build_opts import apply_client_builds
+
+    monkeypatch.setattr(driver, "register_build", lambda path, progress: "build-abc")
+    modes = apply_client_builds(["kafka-java=x.jar"], ["kafka-java", "kafka-java@4.4.0"],
+                                lambda text: None)
+    assert modes == ["kafka-java@build-abc", "kafka-java@4.4.0"]
+    with pytest.raises(UsageError, match="expected CLIENT=PATH"):
+        apply_client_builds(["kafka-java"], ["kafka-java"], lambda text: None)
+    with pytest.raises(UsageError, match="no run of mode 'kafka-java'"):
+        apply_client_builds(["kafka-java=x.jar"], ["partition"], lambda text: None)
+    with pytest.raises(UsageError, match="takes no build"):
+        apply_client_builds(["partition=x"], ["partition"], lambda text: None)

@@ -109,6 +109,9 @@ def client_libs(progress: Callable[[str], None], version: str | None = None) -> 
     fetched with Maven the first time."""
     version = version or KAFKA_CLIENTS_VERSION
     libs = cache_root() / f"kafka-clients-{version}" / "libs"
+    if not libs.is_dir() and version.startswith(BUILD_PREFIX):
+        raise UsageError(f"kafka-java@{version} names a client build kbatch has not "
+                         "registered; give it with --client-build kafka-java=JAR.")
     if not libs.is_dir():
         if shutil.which("mvn") is None:
             raise _missing("Maven (`mvn` is not on PATH) to download kafka-clients once")
@@ -125,6 +128,73 @@ def client_libs(progress: Callable[[str], None], version: str | None = None) -> 
                 "listed on the Apache Kafka downloads page), or leave out @VERSION for "
                 f"kbatch's pinned {KAFKA_CLIENTS_VERSION}. Nothing was started.") from None
     return libs
+
+
+BUILD_PREFIX = "build-"
+"""A registered build's version: ``build-<first 12 hex of its jar's sha256>``."""
+BUILD_SOURCE = "BUILD_SOURCE.txt"
+
+
+def register_build(path: str, progress: Callable[[str], None]) -> str:
+    """``--client-build kafka-java=JAR``: your own kafka-clients jar as one more cache key.
+
+    Its content hash names it (``build-<hash>``: two runs of the same jar are the same
+    build, an edited jar another); its directory gets the pinned release's other jars
+    (compression codecs, slf4j, HdrHistogram) beside it, and the path it came from."""
+    jar = Path(path).expanduser()
+    if not jar.is_file() or not zipfile.is_zipfile(jar):
+        raise UsageError(f"--client-build kafka-java={path}: not a jar file. Give the "
+                         "kafka-clients jar your build made (e.g. "
+                         "clients/build/libs/kafka-clients-<version>.jar).")
+    with zipfile.ZipFile(jar) as archive:
+        if "org/apache/kafka/clients/producer/KafkaProducer.class" not in archive.namelist():
+            raise UsageError(f"--client-build kafka-java={path}: this jar has no "
+                             "org.apache.kafka.clients.producer.KafkaProducer; give the "
+                             "kafka-clients jar.")
+    digest = hashlib.sha256(jar.read_bytes()).hexdigest()
+    version = BUILD_PREFIX + digest[:12]
+    target = cache_root() / f"kafka-clients-{version}"
+    if (target / "libs").is_dir():  # the same content again: this run's path is named
+        _write_source(target, jar, digest)
+        return version
+    pinned = client_libs(progress)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        (work / "libs").mkdir()
+        for other in pinned.glob("*.jar"):
+            if not other.name.startswith("kafka-clients-"):
+                shutil.copy2(other, work / "libs" / other.name)
+        shutil.copy2(jar, work / "libs" / f"kafka-clients-{version}.jar")
+        _write_source(work, jar, digest)
+        try:
+            work.rename(target)
+        except OSError:
+            if not (target / "libs").is_dir():
+                raise
+        progress(f"kafka-clients build {jar} (sha256 {digest[:12]}) cached in {target}.")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return version
+
+
+def _write_source(directory: Path, jar: Path, digest: str) -> None:
+    """Name the path the build was last given from (atomically: a run may be reading)."""
+    temporary = directory / f".{BUILD_SOURCE}.{os.getpid()}"
+    temporary.write_text(f"{jar.resolve()}\n{digest}\n")
+    temporary.replace(directory / BUILD_SOURCE)
+
+
+def build_source(version: str | None) -> dict[str, str] | None:
+    """Where a registered build came from: its path and sha256 (None: a release)."""
+    if version is None or not version.startswith(BUILD_PREFIX):
+        return None
+    try:
+        path, digest = (cache_root() / f"kafka-clients-{version}" / BUILD_SOURCE
+                        ).read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return {"path": path, "sha256": digest}
 
 
 def client_jar(libs: Path) -> Path | None:

@@ -34,7 +34,7 @@ from producer_core.config import ProducerSettings
 from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.generator import ClientBatching, Generator
 from producer_core.drivers.kafka_java import cluster_check, protocol
-from producer_core.drivers.kafka_java.driver import Driver, prepare
+from producer_core.drivers.kafka_java.driver import Driver, build_source, prepare
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
 from producer_core.drivers.run_types import (
     PROGRESS_INTERVAL_S,
@@ -505,6 +505,7 @@ class KafkaJavaRun:
             client=Section("kafka_java", {
                 "client_version": self.client_version,
                 "client_config": self.client_config,
+                **({"client_build": build} if (build := build_source(self.version)) else {}),
                 "client_defaults": sorted(k for k in self.client_config
                                           if k not in self.properties),
                 "protocol": protocol.PROTOCOL_VERSION,
