@@ -285,7 +285,7 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
             if index:
                 row.append(changes[mode][row_index])
         table.add_row(*row)
-    clients = {}
+    clients: dict[str, str] = {}
     for run in document.get("runs", []):
         text = client_text(run)
         if text is not None and run.get("mode") in modes:

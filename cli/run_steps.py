@@ -113,10 +113,10 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     runner = runner_from_flags(workload_flags, bootstrap_servers)
     settings = other_mode_warnings(
         finish_settings(build_settings(client.assignments, mode=mode), client), mode)
-    payload = payload_from_flags(workload_flags)
+    payload_spec = payload_from_flags(workload_flags)
     loop = closed_loop_from_flags(workload_flags)
-    workload = with_closed_loop(with_payload(workload_from_flags(**workload_flags), payload),
-                                loop)
+    workload = with_closed_loop(
+        with_payload(workload_from_flags(**workload_flags), payload_spec), loop)
     check_fits(workload, settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)

@@ -117,7 +117,7 @@ async def run_out_of_process(call: RunCall, version: str) -> Results:
         _, results, deliveries = answer
         if call.deliveries is not None and deliveries:
             call.deliveries.extend(deliveries)
-        return results  # type: ignore[no-any-return]
+        return results
     if isinstance(answer, tuple) and answer and answer[0] == "error" and isinstance(
             answer[1], KbatchError):
         raise answer[1]

@@ -28,12 +28,19 @@ from producer_core.modes.kafka_java import KAFKA_JAVA
 from producer_core.modes.librdkafka import LIBRDKAFKA
 from producer_core.modes.partition import NONE, PARTITION
 from producer_core.modes.spec import ModeSpec, SettingSpec
-from producer_core.modes.versions import base_mode, parse_label
+from producer_core.modes.versions import base_mode, parse_label, topic_part
 
 if TYPE_CHECKING:
     from producer_core.core.linger.base import LingerPolicy, QueueView
     from producer_core.settings import ProducerSettings
     from producer_core.workload.workload import TopicSpec
+
+__all__ = [
+    "BY_NAME", "COLLECTOR_MODES", "MODES", "PASSTHROUGH_MODES", "REGISTRY", "ModeSpec",
+    "SettingSpec", "base_mode", "install_clients", "keeps_request_log", "make_policy", "mode",
+    "mode_help", "mode_problem", "mode_settings", "modes_reading", "parse_label",
+    "register_build", "topic_part", "versioned_modes",
+]
 
 REGISTRY: tuple[ModeSpec, ...] = (
     PARTITION,

@@ -279,12 +279,12 @@ class Results:
 
     @classmethod
     def of_run(cls, mode: str, workload: Workload, settings: dict[str, Any], bootstrap: str,
-               metrics: RunMetrics, *, start: float, end: float, intended: int,
+               metrics: RunMetrics, *, start: float, end: float, intended: int | None,
                warnings: list[str], policy: Section | None = None,
                transactions: dict[str, Any] | None = None,
                client: Section | None = None) -> Results:
         """The Results of a run driver's run from `start` to `end` (its clock's seconds),
-        whose schedule intended `intended` messages (0: unknown, those generated)."""
+        whose schedule intended `intended` messages (0 or None: unknown, those generated)."""
         return cls(
             mode=mode, workload=workload.as_dict(), settings=settings, bootstrap=bootstrap,
             broker="", duration_s=max(end - start, 1e-9), metrics=metrics,

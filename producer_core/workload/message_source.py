@@ -15,6 +15,7 @@ import struct
 
 import numpy as np
 
+from producer_core.workload.closed_loop import ClosedLoopSchedule
 from producer_core.workload.partitioners.partitioner import key_table
 from producer_core.workload.payload import RUN, cached_records, offsets, random_buffer, run_slices
 from producer_core.workload.schedule import (
@@ -69,7 +70,7 @@ def make_schedule(spec: TopicSpec, horizon: float | None, seed: int) -> Schedule
     raise ValueError(f"unknown rate profile {rate.kind!r}")
 
 
-def scheduled_total(schedule: Schedule) -> int | None:
+def scheduled_total(schedule: Schedule | ClosedLoopSchedule) -> int | None:
     """Messages a schedule intends before its horizon, if that is known in advance."""
     if isinstance(schedule, PiecewiseSchedule) and math.isfinite(schedule.horizon):
         return schedule.due_count(schedule.horizon)
@@ -231,4 +232,5 @@ class TopicSource:
                 n, stride)[:, :body]
         # cut with struct, the values made in C: a slice per value in a list comprehension
         # cost ~80 ns a value (the interpreter's loop), a pass's unpack ~16 ns
-        return list(_cutter(size, count).unpack(rows))
+        # an ndarray is a buffer (numpy's stubs do not declare it)
+        return list(_cutter(size, count).unpack(rows))  # type: ignore[arg-type]  # see above

@@ -143,7 +143,7 @@ class Workload:
     """A closed loop's pause between an acknowledgement and the sender's next send."""
 
     def __post_init__(self) -> None:
-        problems = []
+        problems: list[str] = []
         self._check_closed_loop(problems)
         if self.topics:
             self._check_topics(problems)
@@ -270,7 +270,8 @@ class Workload:
         if self.closed_loop is not None:
             return None
         rates = [t.rate.mean_rate for t in self.topic_specs()]
-        return None if any(r is None for r in rates) else float(sum(rates))
+        return None if any(r is None for r in rates) else float(
+            sum(r for r in rates if r is not None))
 
     @property
     def total_messages(self) -> int | None:
