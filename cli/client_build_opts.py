@@ -42,3 +42,16 @@ def apply_client_builds(builds: Sequence[str], modes: Sequence[str],
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     return [labels.get(mode, mode) for mode in modes]
+
+
+def built_mode_configs(items: Sequence[str], given: Sequence[str],
+                       modes: Sequence[str]) -> tuple[str, ...]:
+    """``--mode-config kafka-java:KEY=VALUE`` for a mode a build replaced: aimed at the
+    build's label (``kafka-java@build-<hash>:KEY=VALUE``), as the user meant."""
+    renamed = {old: new for old, new in zip(given, modes, strict=True) if old != new}
+    out = []
+    for item in items:
+        mode, sep, rest = item.partition(":")
+        out.append(f"{renamed[mode.strip()]}:{rest}" if sep and mode.strip() in renamed
+                   else item)
+    return tuple(out)

@@ -15,7 +15,7 @@ from typing import Any
 
 from cli.broker_cost_opts import broker_endpoints
 from cli.broker_cost_render import broker_cost_notes
-from cli.client_build_opts import apply_client_builds
+from cli.client_build_opts import apply_client_builds, built_mode_configs
 from cli.client_opts import client_inputs, finish_settings
 from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
 from cli.consume_opts import check_consume
@@ -172,8 +172,9 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     endpoints = broker_endpoints(workload_flags, bootstrap_servers)
-    modes = apply_client_builds(workload_flags.pop("client_builds", ()),
-                                parse_modes(modes_text, MODES), _notice)
+    given = parse_modes(modes_text, MODES)
+    modes = apply_client_builds(workload_flags.pop("client_builds", ()), given, _notice)
+    mode_configs = built_mode_configs(mode_configs, given, modes)
     check_setting_texts([*overrides, *mode_configs])
     client = client_inputs(command_config, overrides, bootstrap_servers, modes,
                            replication_factor, topic_configs)

@@ -256,3 +256,12 @@ def test_client_build_flags_map_plain_modes_to_the_builds_label(monkeypatch) -> 
         apply_client_builds(["kafka-java=x.jar"], ["partition"], lambda text: None)
     with pytest.raises(UsageError, match="takes no build"):
         apply_client_builds(["partition=x"], ["partition"], lambda text: None)
+
+
+def test_a_mode_config_for_a_built_client_follows_the_build() -> None:
+    from cli.client_build_opts import built_mode_configs
+
+    items = built_mode_configs(("kafka-java:linger.ms=0", "partition:linger.ms=5"),
+                               ["kafka-java", "partition"],
+                               ["kafka-java@build-abc", "partition"])
+    assert items == ("kafka-java@build-abc:linger.ms=0", "partition:linger.ms=5")
