@@ -16,7 +16,7 @@ from cli.options import lab_shape
 from cli.output_mode import output_from_flags
 from cli.render import console, out
 from cli.results_tables import METRIC, capacity_table
-from cli.run_pipeline import run_pipeline
+from cli.run_pipeline import install_clients, run_pipeline
 from cli.settings_checks import check_fits, check_setting_texts
 from cli.spark_opts import Runner
 from cli.stopping import StopOnSignal
@@ -31,6 +31,7 @@ from producer_core.analysis.compare import parse_mode_configs, parse_modes
 from producer_core.analysis.sweep import parse_slo
 from producer_core.config import MODES
 from producer_core.errors import UsageError
+from producer_core.modes import topic_part
 from producer_core.results.results_io import write_json
 from producer_core.results.run_facts import RunFacts, run_document
 from producer_core.workload.workload import Workload
@@ -104,12 +105,14 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
     stamp = int(time.time() * 1000)
 
     def workload(mode: str, index: int, rate: float) -> Workload:
-        return Workload(topic=f"kbatch-capacity-{stamp}-{mode}-{index}", partitions=partitions,
+        return Workload(topic=f"kbatch-capacity-{stamp}-{topic_part(mode)}-{index}",
+                        partitions=partitions,
                         rate=rate, duration_s=duration, messages=None,
                         message_size=message_size, keys=keys, seed=seed, warmup_s=warmup)
 
     for mode_run in mode_runs:
         check_fits(workload(mode_run.mode, 0, start_rate), mode_run.settings)
+    install_clients(modes)
     open_dashboard(dashboard_spec, "kbatch capacity")
     runner = Runner()
     found: dict[str, Capacity] = {}

@@ -7,7 +7,7 @@ a cluster's faults are closed only when it stops."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +22,7 @@ from cli.stopping import StopOnSignal, accepts_stop
 from producer_core.brokers import BrokerTarget
 from producer_core.measure.per_run import run_targets
 from producer_core.measure.verify_read import VerifyingRun
+from producer_core.modes import install_clients as modes_install
 from producer_core.results.results_io import RunRecorder
 from producer_core.results.run_facts import RunFacts
 
@@ -59,6 +60,13 @@ def engine_call(engine_run: Any, verify: bool, stopper: StopOnSignal,
     else:
         run = VerifyingRun(engine_run) if verify else engine_run
     return run, ({"stop": stopper.event} if stopper.stoppable else {})
+
+
+def install_clients(modes: Sequence[str]) -> None:
+    """Fetch and build the clients the modes name (``kafka-java@3.9.1``: that release,
+    once per user), with a progress line on first use, before any broker starts: a
+    version its registry does not have is a usage error (exit 2) with nothing started."""
+    modes_install(modes, lambda text: console.print(escape(text), soft_wrap=True))
 
 
 def announce_start(target: BrokerTarget) -> None:

@@ -15,7 +15,9 @@ from typing import Any
 
 from cli.broker_cost_opts import broker_endpoints
 from cli.broker_cost_render import broker_cost_notes
+from cli.client_build_opts import apply_client_builds, built_mode_configs
 from cli.client_opts import client_inputs, finish_settings
+from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
 from cli.consume_opts import check_consume
 from cli.consume_render import consumers_tables
 from cli.dashboard import dashboard_warn, finish_dashboard, open_dashboard
@@ -41,7 +43,7 @@ from cli.render import (
     topics_table,
     verify_table,
 )
-from cli.run_pipeline import run_pipeline
+from cli.run_pipeline import install_clients, run_pipeline
 from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.spark_opts import Runner, runner_from_flags
 from cli.stopping import StopOnSignal
@@ -57,6 +59,10 @@ from producer_core.measure.verify_read import verify_unsupported
 from producer_core.results.results_io import write_json, write_results_dir
 from producer_core.results.run_facts import run_document
 from producer_core.workload.workload import Workload
+
+
+def _notice(text: str) -> None:
+    console.print(text, soft_wrap=True, highlight=False, markup=False)
 
 
 def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
@@ -95,6 +101,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             progress: bool, overwrite: bool, verify: bool, allow_failures: bool,
             consume: Any = None, **workload_flags: Any) -> None:
     """The body of `kbatch produce` (its options: cli.produce_cmd)."""
+    mode = apply_client_builds(workload_flags.pop("client_builds", ()), [mode], _notice)[0]
     dashboard_spec = workload_flags.pop("dashboard")
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
@@ -107,11 +114,14 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     settings = other_mode_warnings(
         finish_settings(build_settings(client.assignments, mode=mode), client), mode)
     payload_spec = payload_from_flags(workload_flags)
-    workload = with_payload(workload_from_flags(**workload_flags), payload_spec)
+    loop = closed_loop_from_flags(workload_flags)
+    workload = with_closed_loop(
+        with_payload(workload_from_flags(**workload_flags), payload_spec), loop)
     check_fits(workload, settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
     check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
+    install_clients([mode])
     open_dashboard(dashboard_spec, f"kbatch produce — mode {mode}")
     with StopOnSignal() as stopper:
         with run_pipeline(runner, stopper, bootstrap_servers, shape, endpoints, shared=True,
@@ -162,7 +172,9 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     endpoints = broker_endpoints(workload_flags, bootstrap_servers)
-    modes = parse_modes(modes_text, MODES)
+    given = parse_modes(modes_text, MODES)
+    modes = apply_client_builds(workload_flags.pop("client_builds", ()), given, _notice)
+    mode_configs = built_mode_configs(mode_configs, given, modes)
     check_setting_texts([*overrides, *mode_configs])
     client = client_inputs(command_config, overrides, bootstrap_servers, modes,
                            replication_factor, topic_configs)
@@ -174,12 +186,15 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         for warning in mode_run.settings.warnings:
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
     payload = payload_from_flags(workload_flags)
-    workload = with_payload(workload_from_flags(**workload_flags), payload)
+    loop = closed_loop_from_flags(workload_flags)
+    workload = with_closed_loop(with_payload(workload_from_flags(**workload_flags), payload),
+                                loop)
     for mode_run in mode_runs:
         check_fits(workload, mode_run.settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
     check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
+    install_clients(modes)
     open_dashboard(dashboard_spec, f"kbatch compare-modes {','.join(modes)}")
     for mode_run in mode_runs:
         for warning in mode_run.settings.warnings:

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cli.broker_cost_opts import broker_metrics_option
+from cli.closed_loop_opts import closed_loop_options
 from cli.consume_opts import consume_options
 from cli.dashboard_opts import dashboard_option
 from cli.errors import friendly_errors
@@ -39,6 +40,7 @@ DEFAULT_WINDOWS = "0,1,2,5,10,20,50,100,200,500"
                    "broker.batch.max.partitions=-1,100,333. Repeatable. An axis only "
                    "multiplies the cells of modes its setting applies to.")
 @workload_options
+@closed_loop_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting applied to every cell (see kbatch produce --help).")
 @click.option("--repeats", type=click.IntRange(1, 100), default=1, show_default=True,
