@@ -575,15 +575,17 @@ async def run_async(call: RunCall) -> Results:
     return await run_in_thread(runner, call, abort=runner.abort)
 
 
-async def run_traced(workload: Workload, settings: ProducerSettings,
-                     bootstrap: str) -> tuple[Results, ClientTrace]:
-    """One kafka-java run that also records what the Java producer did, message by message
-    and request by request (`ClientTrace`), for a trace replay of an emulation."""
+async def run_traced(workload: Workload, settings: ProducerSettings, bootstrap: str,
+                     mode: str = "kafka-java") -> tuple[Results, ClientTrace]:
+    """One kafka-java run (`mode` may name a release: `kafka-java@3.9.1`) that also
+    records what the Java producer did, message by message and request by request
+    (`ClientTrace`), for a trace replay of an emulation."""
     check_message_fits(workload.topic_specs(), settings.max_request_size,
                        "the Java producer's max.request.size")
-    driver = await asyncio.to_thread(prepare)
-    runner = KafkaJavaRun(workload, settings, bootstrap, driver, trace=True)
-    results = await run_in_thread(runner, RunCall(workload, settings, "kafka-java", bootstrap),
+    driver = await asyncio.to_thread(prepare, None, parse_label(mode).version)
+    runner = KafkaJavaRun(workload, settings, bootstrap, driver, mode=mode, trace=True)
+    await asyncio.to_thread(runner.adapt_to_broker)
+    results = await run_in_thread(runner, RunCall(workload, settings, mode, bootstrap),
                                   abort=runner.abort)
     assert runner.trace is not None
     return results, runner.trace
