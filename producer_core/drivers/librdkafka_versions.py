@@ -117,6 +117,11 @@ async def run_out_of_process(call: RunCall, version: str) -> Results:
         _, results, deliveries = answer
         if call.deliveries is not None and deliveries:
             call.deliveries.extend(deliveries)
+        from producer_core.drivers.librdkafka_build import build_source
+
+        build = build_source(version)
+        if build is not None and results.client is not None:  # your own build: name it
+            results.client.values["client_build"] = build
         return results
     if isinstance(answer, tuple) and answer and answer[0] == "error" and isinstance(
             answer[1], KbatchError):

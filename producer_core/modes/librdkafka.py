@@ -154,4 +154,5 @@ LIBRDKAFKA = ModeSpec(
     reads=("linger.ms", "batch.num.messages"), settings=(BATCH_NUM_MESSAGES,),
     request_log=False, passthrough=True, check=check_librdkafka, check_built=check_built,
     transactions=False, versions="a confluent-kafka release on PyPI (run out of process)",
-    install="producer_core.drivers.librdkafka_versions:install")
+    install="producer_core.drivers.librdkafka_versions:install",
+    build="producer_core.drivers.librdkafka_build:register_build")
