@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cli.bounded import FiniteFloat
 from cli.errors import friendly_errors
 from cli.lab_serve import KafkaNodes, TansuNodes, node_documents, serve
 from cli.options import broker_options
 from cli.render import console
+from producer_core import bounds
 from producer_core.brokers import validate_broker_choice
 from producer_core.brokers.kafka_security import LAB_LISTENER, LAB_PROTOCOLS, SecuredLab
 from producer_core.brokers.lab.delay import DelayModel
@@ -47,9 +49,11 @@ class _Stop(BaseException):
 @click.command()
 @click.option("--brokers", type=int, default=3, show_default=True,
               help=f"Brokers in the lab (1 to {MAX_BROKERS}).")
-@click.option("--rtt-ms", type=float, default=0.0, show_default=True,
+@click.option("--rtt-ms", type=FiniteFloat(0, bounds.MAX_RTT_MS, unit="ms"), default=0.0,
+              show_default=True,
               help="Round trip added to every response, in ms.")
-@click.option("--jitter-ms", type=float, default=0.0, show_default=True,
+@click.option("--jitter-ms", type=FiniteFloat(0, bounds.MAX_RTT_MS, unit="ms"), default=0.0,
+              show_default=True,
               help="Jitter: each response's delay is uniform in [rtt - jitter, rtt + jitter].")
 @click.option("--base-port", type=int, default=None,
               help="Node k listens on BASE_PORT + k - 1. Default: free ports the OS picks. "
@@ -199,7 +203,7 @@ def _state_document(running: Lab) -> dict[str, Any]:
 
 
 @click.command()
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=15.0,
+@click.option("--timeout", "timeout_s", type=FiniteFloat(0, 3600, unit="seconds"), default=15.0,
               show_default=True, help="Seconds to wait for the lab to stop before killing it.")
 @friendly_errors
 def down(timeout_s: float) -> None:
@@ -278,7 +282,7 @@ def status() -> None:
 
 @click.command()
 @click.argument("node_id", metavar="NODE", type=int)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1, max=600), default=120.0,
+@click.option("--timeout", "timeout_s", type=FiniteFloat(1, 600, unit="seconds"), default=120.0,
               show_default=True, help="Seconds to wait for the node to serve again.")
 @friendly_errors
 def restart(node_id: int, timeout_s: float) -> None:

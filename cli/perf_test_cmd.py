@@ -176,6 +176,10 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
                                "warmup": 0.0, "bootstrap_servers": None,
                                "report_interval": None})
     check_setting_texts(kwargs["overrides"])
+    if json_path is not None:  # written after the run: proven writable before it
+        from cli.output_paths import writable_file
+
+        writable_file(json_path, "--json")
     client = client_inputs(command_config, kwargs["overrides"], kwargs["bootstrap_servers"],
                            [mode], replication_factor, topic_configs)
     settings = other_mode_warnings(
