@@ -71,6 +71,17 @@ def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
         raise UsageError(reason)
 
 
+def check_faults(shape: dict[str, Any], workload: Any) -> None:
+    """--fault that could never apply to this run (no such partition, after its end):
+    refused before any broker starts."""
+    if shape.get("faults"):
+        from producer_core.brokers.faults.spec import check_against_run, parse_faults
+
+        first = workload.topic_specs()[0]
+        duration = workload.duration_s if workload.messages is None else None
+        check_against_run(parse_faults(shape["faults"]), first.partitions, duration)
+
+
 def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: bool,
              written: bool) -> None:
     """Exit with the code the runs deserve; after a signal, say what was kept."""
@@ -111,6 +122,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     check_fits(workload, settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
+    check_faults(shape, workload)
     check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
     open_dashboard(dashboard_spec, f"kbatch produce — mode {mode}")
     with StopOnSignal() as stopper:

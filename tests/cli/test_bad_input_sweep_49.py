@@ -40,6 +40,16 @@ CASES_49: list[tuple[str, list[str]]] = [
     ("lab-down-timeout-inf", ["lab", "down", "--timeout", "inf"]),
     ("lab-restart-timeout-nan", ["lab", "restart", "1", "--timeout", "nan"]),
     ("lab-up-jitter-inf", ["lab", "up", "--jitter-ms", "inf"]),
+    # -- faults that cannot apply: refused before any broker starts
+    ("sweep-fault-embedded", ["sweep", "--modes", "partition", "--windows", "0,5",
+                              "--duration", "0.5", "--fault", "kill=node:1 at=0.2s",
+                              "--out", "{tmp}/swf"]),
+    ("compare-fault-embedded", ["compare-modes", "--modes", "partition,broker",
+                                "--duration", "0.5", "--fault", "kill=node:1"]),
+    ("fault-no-such-partition", [*P5[:2], "--broker", "kafka", "--partitions", "4",
+                                 "--fault", "kill=leader:9"]),
+    ("fault-after-the-end", [*P5[:2], "--broker", "kafka", "--duration", "5", "--fault",
+                             "kill=node:1 at=20s"]),
     # -- --broker-metrics URLs checked before any broker starts
     ("metrics-port-99999", [*P5, *EXT, "--broker-metrics", "http://127.0.0.1:99999/metrics"]),
     ("metrics-port-0", [*P5, *EXT, "--broker-metrics", "http://127.0.0.1:0/metrics"]),
@@ -60,3 +70,15 @@ def test_issue_49_bad_input_is_refused_before_any_work(args, tmp_path):
     for started in ("Producing to", "Searching the highest rate", "kbatch perf-test: mode"):
         assert started not in outcome.output, "refused only after the work started"
     assert outcome.seconds < 10, outcome.describe()
+
+
+def test_a_sweep_whose_cells_could_not_run_does_not_exit_0(tmp_path):
+    """Every cell raised (here: no broker at the address); the sweep wrote its results and
+    exited 0 (issue 49). A run that raised is a runtime failure: exit 1, as produce."""
+    outcome = run_kbatch(["sweep", "--modes", "partition", "--windows", "0,5", "--duration",
+                          "0.3", "--rate", "100", "--bootstrap-servers", "127.0.0.1:1",
+                          "--no-progress", "--out", str(tmp_path / "sw")], seconds=60)
+    assert not outcome.internal_error, outcome.describe()
+    assert outcome.exit_code == 1, outcome.describe()
+    assert "2 cell(s) could not run" in " ".join(outcome.output.split())
+    assert (tmp_path / "sw" / "results.json").is_file()
