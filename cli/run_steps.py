@@ -83,15 +83,18 @@ def check_faults(shape: dict[str, Any], workload: Any) -> None:
 
 
 def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: bool,
-             written: bool) -> None:
-    """Exit with the code the runs deserve; after a signal, say what was kept."""
+             written: bool, own_broker: bool = True) -> None:
+    """Exit with the code the runs deserve; after a signal, say what was kept (and that
+    the broker was shut down only when kbatch started one: not for --bootstrap-servers)."""
     if stopper.signum is not None:
         acked = sum(run["messages"]["acknowledged"] for run in runs)
         sent = sum(run["messages"]["sent"] for run in runs)
         console.print(
             f"Interrupted by {stopper.name}: stopped producing after {sent:,} messages "
             f"({acked:,} acknowledged){', partial results written' if written else ''} "
-            "(complete: false); the broker was shut down.", soft_wrap=True)
+            "(complete: false)"
+            + ("; the broker was shut down." if own_broker else
+               "; the cluster at --bootstrap-servers was left as it was."), soft_wrap=True)
         sys.exit(stopper.exit_code)
     code, reasons = exit_code(runs, allow_failures)
     for reason in reasons:
@@ -157,7 +160,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
         for warning in payload.get("warnings", []):
             dashboard_warn(f"{mode}: {warning}")
         finish_dashboard(saved, out_dir)
-    conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None)
+    conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None,
+             own_broker=not bootstrap_servers)
 
 
 
@@ -248,4 +252,4 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                 dashboard_warn(f"{recorder.results[-1].mode}: {warning}")
         finish_dashboard(saved, out_dir)
     conclude(stopper, document["runs"], allow_failures,
-             json_path is not None or out_dir is not None)
+             json_path is not None or out_dir is not None, own_broker=not bootstrap_servers)
