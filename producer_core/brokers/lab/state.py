@@ -50,7 +50,10 @@ def state_path() -> Path:
     return Path(tempfile.gettempdir()) / f"kbatch-lab-{os.getuid()}" / "lab.json"
 
 
-def _remove_hint(path: Path) -> str:
+def _remove_hint(path: Path, directory: bool = False) -> str:
+    if directory:
+        return (f"Point {STATE_ENV_VAR} at a file name (e.g. {path / 'lab.json'}), or "
+                f"remove the directory if it is not yours to keep.")
     return (f"If no `kbatch lab up` of yours is running, remove it with `rm -f {path}`; "
             "otherwise stop that lab with Ctrl-C in its terminal first.")
 
@@ -78,11 +81,20 @@ def ensure_private_dir(directory: Path) -> None:
 def write_state(document: dict[str, Any], path: Path | None = None) -> Path:
     path = path or state_path()
     ensure_private_dir(path.parent)
+    if path.is_dir() and not path.is_symlink():
+        raise LabStateError(f"The lab state file {path} is a directory. "
+                            f"{_remove_hint(path, directory=True)}")
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(document, f, indent=2)
-    tmp.replace(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(document, f, indent=2)
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise LabStateError(f"The lab state file {path} cannot be written: "
+                            f"{exc.strerror or exc}. {_remove_hint(path)}") from None
     return path
 
 
@@ -99,11 +111,13 @@ def read_state(path: Path | None = None) -> dict[str, Any] | None:
     except OSError as exc:
         raise LabStateError(f"The lab state file {path} cannot be read: "
                             f"{exc.strerror or exc}. {_remove_hint(path)}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # checked on the descriptor: fdopen refuses a dir
+        os.close(fd)
+        raise LabStateError(f"The lab state file {path} is not a regular file"
+                            f"{' but a directory' if stat.S_ISDIR(info.st_mode) else ''}. "
+                            f"{_remove_hint(path, stat.S_ISDIR(info.st_mode))}")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise LabStateError(f"The lab state file {path} is not a regular file. "
-                                f"{_remove_hint(path)}")
         if info.st_uid != os.getuid() or info.st_mode & 0o077:
             raise LabStateError(
                 f"The lab state file {path} was not written by kbatch for you (owner uid "

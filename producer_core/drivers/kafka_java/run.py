@@ -407,6 +407,7 @@ class KafkaJavaRun:
         # time send() spent blocked on a full buffer.memory, by Java's own count
         m.blocked_s = producer_metrics.get("bufferpool-wait-time-ns-total", 0.0) / 1e9
         warnings = run_warnings(m, self.workload, "a full buffer.memory")
+        warnings.extend(self.settings.warnings)  # as every driver: "not used by this mode"
         start_ns = round(self.start * 1e9) + self.offset_ns
         counted = all(r["partitions"] >= 0 for r in self._requests)
         for r in self._requests:
