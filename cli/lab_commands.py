@@ -280,6 +280,11 @@ def status() -> None:
                           f"exited); start it again with `kbatch lab restart {node['node_id']}`")
 
 
+VERDICT_GRACE_S = 10.0
+"""How long `lab restart` waits beyond --timeout for the lab's verdict (the lab picks the
+request up within a poll and may spend a little on its own after the node's wait)."""
+
+
 @click.command()
 @click.argument("node_id", metavar="NODE", type=int)
 @click.option("--timeout", "timeout_s", type=FiniteFloat(1, 600, unit="seconds"), default=120.0,
@@ -306,16 +311,21 @@ def restart(node_id: int, timeout_s: float) -> None:
     if owned_process(old.get("pid"), old.get("start"), marker):
         console.print(f"Node {node_id} is running (pid {old['pid']}); nothing to restart.")
         return
-    request_restart(node_id)
-    deadline = time.monotonic() + timeout_s
+    request = request_restart(node_id, timeout_s)
+    # the lab waits up to timeout_s for the node to serve; its verdict comes a little later
+    deadline = time.monotonic() + timeout_s + VERDICT_GRACE_S
     while time.monotonic() < deadline:
         time.sleep(0.2)
         current = _running_lab()
         node = next((n for n in node_records(current) if n["node_id"] == node_id), {})
+        if node.get("restart_request") != request:
+            continue  # not yet answered: an older request's verdict is not this one's
         if node.get("restart_error"):
             raise BrokerError(f"Node {node_id} could not be restarted: {node['restart_error']}")
         if owned_process(node.get("pid"), node.get("start"), marker):
             console.print(f"Node {node_id} is running again (pid {node['pid']}).")
             return
+        raise BrokerError(f"Node {node_id} was started again but exited at once; see the "
+                          "`kbatch lab up` terminal for why.")
     raise BrokerError(f"Node {node_id} did not serve again within {timeout_s:g} s; see the "
                       "`kbatch lab up` terminal for why.")

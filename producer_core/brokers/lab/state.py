@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import secrets
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -267,34 +270,60 @@ def restart_request_path(path: Path | None = None) -> Path:
     return path.with_name(path.stem + "-restart.json")
 
 
-def request_restart(node_id: int, path: Path | None = None) -> None:
-    """Ask the running `lab up` to start node ``node_id`` again (it polls for this file)."""
+@dataclass(frozen=True)
+class RestartRequest:
+    """What a `kbatch lab restart` asked of the running lab: which node, how long the node
+    may take to serve again (its --timeout), and the request's own id, so the answer the
+    lab writes back is known to be this request's and not an older one's."""
+
+    node_id: int
+    timeout_s: float | None = None
+    request: str = ""
+
+
+def request_restart(node_id: int, timeout_s: float | None = None,
+                    path: Path | None = None) -> str:
+    """Ask the running `lab up` to start node ``node_id`` again (it polls for this file);
+    returns the request's id, which the lab writes back beside the node's outcome."""
+    request = secrets.token_hex(8)
     target = restart_request_path(path)
     ensure_private_dir(target.parent)
     tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
-        json.dump({"node_id": node_id}, f)
+        json.dump({"node_id": node_id, "timeout_s": timeout_s, "request": request}, f)
     tmp.replace(target)
+    return request
 
 
-def take_restart_request(path: Path | None = None) -> int | None:
-    """The node id a `lab restart` asked for (the request is consumed), or None."""
+def take_restart_request(path: Path | None = None) -> RestartRequest | None:
+    """The restart a `lab restart` asked for (the request is consumed), or None."""
     target = restart_request_path(path)
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            data = f.read(4096) if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() \
-                else b""
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(4096)
+        else:
+            os.close(fd)
+            data = b""
     finally:
         with contextlib.suppress(OSError):
             target.unlink()
     try:
-        node_id = json.loads(data.decode("utf-8"))["node_id"]
+        fields = json.loads(data.decode("utf-8"))
+        node_id = fields["node_id"]
     except (ValueError, TypeError, KeyError):
         return None
-    return node_id if _is_count(node_id) else None
+    if not _is_count(node_id):
+        return None
+    timeout = fields.get("timeout_s")
+    timeout_s = float(timeout) if isinstance(timeout, int | float) and not isinstance(
+        timeout, bool) and math.isfinite(timeout) and 0 < timeout <= 3600 else None
+    request = fields.get("request")
+    return RestartRequest(node_id, timeout_s,
+                          request if isinstance(request, str) and len(request) <= 64 else "")
