@@ -71,14 +71,16 @@ def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
         raise UsageError(reason)
 
 
-def check_faults(shape: dict[str, Any], workload: Any) -> None:
-    """--fault that could never apply to this run (no such partition, after its end):
-    refused before any broker starts."""
+def check_faults(shape: dict[str, Any], workload: Any, runs: int = 1) -> None:
+    """--fault that could never apply (no such partition; at or after the end of the
+    ``runs`` runs, each the workload's duration, one after the other): refused before any
+    broker starts."""
     if shape.get("faults"):
         from producer_core.brokers.faults.spec import check_against_run, parse_faults
 
         first = workload.topic_specs()[0]
-        duration = workload.duration_s if workload.messages is None else None
+        duration = workload.duration_s * runs if workload.messages is None and \
+            workload.duration_s is not None else None
         check_against_run(parse_faults(shape["faults"]), first.partitions, duration)
 
 
@@ -195,6 +197,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         check_fits(workload, mode_run.settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
+    check_faults(shape, workload, len(mode_runs) * repeat)
     check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
     open_dashboard(dashboard_spec, f"kbatch compare-modes {','.join(modes)}")
     for mode_run in mode_runs:

@@ -50,6 +50,9 @@ CASES_49: list[tuple[str, list[str]]] = [
                                  "--fault", "kill=leader:9"]),
     ("fault-after-the-end", [*P5[:2], "--broker", "kafka", "--duration", "5", "--fault",
                              "kill=node:1 at=20s"]),
+    ("compare-fault-after-the-end", ["compare-modes", "--modes", "partition,broker",
+                                     "--broker", "kafka", "--duration", "5", "--fault",
+                                     "kill=node:1 at=10s"]),
     # -- --broker-metrics URLs checked before any broker starts
     ("metrics-port-99999", [*P5, *EXT, "--broker-metrics", "http://127.0.0.1:99999/metrics"]),
     ("metrics-port-0", [*P5, *EXT, "--broker-metrics", "http://127.0.0.1:0/metrics"]),

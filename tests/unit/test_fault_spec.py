@@ -186,8 +186,8 @@ def test_a_fault_whose_time_never_came_is_said_on_screen():
 @pytest.mark.parametrize("text, partitions, duration, says", [
     ("kill=leader:4", 4, 10.0, "there is no partition 4"),
     ("kill=leader:1", 1, 10.0, "has partition 0, so there is no partition 1"),
-    ("at=10s kill=node:1", 4, 10.0, "at=10s is not before the run's end"),
-    ("at=1m pause=node:2", 4, 30.0, "at=60s is not before the run's end"),
+    ("at=10s kill=node:1", 4, 10.0, "at=10s is not before the runs end"),
+    ("at=1m pause=node:2", 4, 30.0, "at=60s is not before the runs end"),
 ])
 def test_a_fault_that_could_never_apply_to_the_run_is_refused(text, partitions, duration,
                                                               says):
