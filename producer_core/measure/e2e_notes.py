@@ -40,4 +40,4 @@ def isolation_note(transactional: bool, isolation: str | None) -> str | None:
     return ("the consumers read with isolation.level=read_uncommitted on a transactional run: "
             "they read aborted records too, so their counts and end-to-end latency include "
             "records no read_committed reader would see (kbatch's default here is "
-            "read_committed).")
+            "read_committed)")
