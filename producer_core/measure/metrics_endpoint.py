@@ -11,6 +11,7 @@ brackets, duplicates); fetching them is ``metrics_fetch``'s job.
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from dataclasses import dataclass, field
 
@@ -77,7 +78,7 @@ class Endpoint:
 def check_url(raw: str) -> None:
     """UsageError unless ``raw`` is an http(s) URL with a host and a usable port."""
     shown = redact_url(raw)
-    netloc = raw.partition("//")[2].split("/", 1)[0].rpartition("@")[2]
+    netloc = re.split(r"[/?#]", raw.partition("//")[2], maxsplit=1)[0].rpartition("@")[2]
     if netloc.count(":") > 1 and not netloc.startswith("["):
         raise UsageError(f"--broker-metrics {shown!r} has an IPv6 address without brackets: "
                          f"write it as http://[ADDRESS]:PORT/metrics ({EXAMPLE}).")

@@ -55,6 +55,7 @@ def test_unusable_urls_are_refused_up_front(url, words):
 
 def test_a_bracketed_ipv6_url_is_accepted():
     assert parse_urls("http://[::1]:7071/metrics")[0].shown == "http://[::1]:7071/metrics"
+    assert parse_urls("http://h:1?at=1:2:3")[0].url == "http://h:1?at=1:2:3"
 
 
 def test_a_good_endpoint_is_read_with_basic_auth_from_the_userinfo():
