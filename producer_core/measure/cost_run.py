@@ -115,7 +115,7 @@ def attach(results: Results, snaps: list[Snapshot], watched: Watched,
 def more_endpoints_than_brokers(results: Results, watched: Watched) -> str | None:
     """More --broker-metrics URLs than brokers the run wrote to: if the cluster has fewer
     brokers than URLs, its figures are summed more than once; said, never silently."""
-    brokers = {r.broker for r in results.metrics.requests}
+    brokers = {b for b, count in results.metrics.requests_by_broker.items() if count}
     if watched.implementation != "external" or not brokers or \
             len(watched.endpoints) <= len(brokers):
         return None
