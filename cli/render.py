@@ -84,9 +84,10 @@ def summary_table(result: dict[str, Any]) -> Table:
         table.add_row("generator blocked on memory total / max ms (times)",
                       f"{_ms(blocked['total_ms'])} / {_ms(blocked['max_ms'])} "
                       f"({blocked['episodes']:,})")
-    if msgs["failed_reasons"]:
+    reasons = {k: v for k, v in msgs["failed_reasons"].items() if k != NOT_SENT}
+    if reasons:
         table.add_row("failure reasons (not written)", ", ".join(
-            f"{k}: {v:,}" for k, v in msgs["failed_reasons"].items()))
+            f"{k}: {v:,}" for k, v in reasons.items()))
     if msgs.get("unknown_reasons"):
         table.add_row("unknown reasons (may be written)", ", ".join(
             f"{k}: {v:,}" for k, v in msgs["unknown_reasons"].items()))
@@ -217,15 +218,29 @@ def verify_table(verify: dict[str, Any], label: str = "") -> Table:
     return table
 
 
+NOT_SENT = "interrupted"
+"""The failure reason of messages a signal stopped before they were sent: run_types.
+INTERRUPTED, spelled here so that rendering does not import the engine (a test holds the
+two equal)."""
+
+
+def not_sent(msgs: dict[str, Any]) -> int:
+    return int((msgs.get("failed_reasons") or {}).get(NOT_SENT, 0))
+
+
 def _outcome_row(result: dict[str, Any]) -> tuple[str, str]:
-    """Every message's outcome; with acks=0 nothing is acknowledged, only sent."""
+    """Every message's outcome; with acks=0 nothing is acknowledged, only sent. Messages a
+    signal stopped before they were sent are "not sent", apart from those that failed."""
     msgs = result["messages"]
     unknown = msgs.get("unknown", 0)
+    stopped = not_sent(msgs)
+    failed = f"{msgs['failed'] - stopped:,}" + (f" / {stopped:,}" if stopped else "")
+    label = "failed / not sent (stopped)" if stopped else "failed"
     if str(result.get("settings", {}).get("acks")) == "0":
-        return ("sent (acks=0) / failed / unknown",
-                f"{msgs.get('sent_unacknowledged', 0):,} / {msgs['failed']:,} / {unknown:,}")
-    return ("acknowledged / failed / unknown",
-            f"{msgs['acknowledged']:,} / {msgs['failed']:,} / {unknown:,}")
+        return (f"sent (acks=0) / {label} / unknown",
+                f"{msgs.get('sent_unacknowledged', 0):,} / {failed} / {unknown:,}")
+    return (f"acknowledged / {label} / unknown",
+            f"{msgs['acknowledged']:,} / {failed} / {unknown:,}")
 
 
 def print_warnings(result: dict[str, Any]) -> None:

@@ -91,7 +91,11 @@ def run_pipeline(runner: Runner, stopper: StopOnSignal, bootstrap: str | None,
     results say ``complete: false``); False: a signal interrupts at once (exit 128 +
     signal), for a sweep, whose finished cells are on disk and whose cell in progress runs
     again on ``--resume``. ``own_brokers``: each run starts its own brokers where it runs
-    (a sweep's Spark tasks without --bootstrap-servers), described so; none starts here."""
+    (a sweep's Spark tasks without --bootstrap-servers), described so; none starts here.
+
+    While the brokers start nothing has run yet: a signal then interrupts at once (starting
+    Apache Kafka takes seconds; it used to be honoured only once Kafka was up)."""
+    stopper.stoppable = False
     with elsewhere(own_brokers) if own_brokers is not None else \
             run_targets(bootstrap, shape, endpoints, shared) as (target, on_its_broker), \
             runner.open() as engine_run, warnings.catch_warnings():

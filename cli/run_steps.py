@@ -77,16 +77,32 @@ def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
         raise UsageError(reason)
 
 
+def check_faults(shape: dict[str, Any], workload: Any, runs: int = 1) -> None:
+    """--fault that could never apply (no such partition; at or after the end of the
+    ``runs`` runs, each the workload's duration, one after the other): refused before any
+    broker starts."""
+    if shape.get("faults"):
+        from producer_core.brokers.faults.spec import check_against_run, parse_faults
+
+        first = workload.topic_specs()[0]
+        duration = workload.duration_s * runs if workload.messages is None and \
+            workload.duration_s is not None else None
+        check_against_run(parse_faults(shape["faults"]), first.partitions, duration)
+
+
 def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: bool,
-             written: bool) -> None:
-    """Exit with the code the runs deserve; after a signal, say what was kept."""
+             written: bool, own_broker: bool = True) -> None:
+    """Exit with the code the runs deserve; after a signal, say what was kept (and that
+    the broker was shut down only when kbatch started one: not for --bootstrap-servers)."""
     if stopper.signum is not None:
         acked = sum(run["messages"]["acknowledged"] for run in runs)
         sent = sum(run["messages"]["sent"] for run in runs)
         console.print(
             f"Interrupted by {stopper.name}: stopped producing after {sent:,} messages "
             f"({acked:,} acknowledged){', partial results written' if written else ''} "
-            "(complete: false); the broker was shut down.", soft_wrap=True)
+            "(complete: false)"
+            + ("; the broker was shut down." if own_broker else
+               "; the cluster at --bootstrap-servers was left as it was."), soft_wrap=True)
         sys.exit(stopper.exit_code)
     code, reasons = exit_code(runs, allow_failures)
     for reason in reasons:
@@ -120,6 +136,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     check_fits(workload, settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
+    check_faults(shape, workload)
     check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
     install_clients([mode])
     open_dashboard(dashboard_spec, f"kbatch produce — mode {mode}")
@@ -155,7 +172,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
         for warning in payload.get("warnings", []):
             dashboard_warn(f"{mode}: {warning}")
         finish_dashboard(saved, out_dir)
-    conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None)
+    conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None,
+             own_broker=not bootstrap_servers)
 
 
 
@@ -193,6 +211,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         check_fits(workload, mode_run.settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
+    check_faults(shape, workload, len(mode_runs) * repeat)
     check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
     install_clients(modes)
     open_dashboard(dashboard_spec, f"kbatch compare-modes {','.join(modes)}")
@@ -251,4 +270,4 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                 dashboard_warn(f"{recorder.results[-1].mode}: {warning}")
         finish_dashboard(saved, out_dir)
     conclude(stopper, document["runs"], allow_failures,
-             json_path is not None or out_dir is not None)
+             json_path is not None or out_dir is not None, own_broker=not bootstrap_servers)

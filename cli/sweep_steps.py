@@ -9,6 +9,7 @@ finished are on disk, and `--resume` runs the rest (the one cut short among them
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cli.broker_cost_opts import broker_endpoints
 from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
 from cli.dashboard import finish_dashboard, open_dashboard, sweep_hooks
+from cli.errors import EXIT_RUNTIME
 from cli.options import lab_shape, workload_from_flags
 from cli.output_paths import writable_dir
 from cli.render import console, out
@@ -199,6 +201,8 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     failed = [c["id"] for c in document["sweep"]["cells"] if c["status"] == "failed"]
     if failed:
         console.print(f"[red]{len(failed)} cell(s) failed:[/red] {', '.join(failed)}.")
+    unrun = [c["id"] for c in document["sweep"]["cells"]
+             if c["status"] == "failed" and c["repeats_done"] < repeats]
     recommendation = document["sweep"].get("recommendation")
     if recommendation:
         out.print(f"Recommendation for {slo_text}: {recommendation['text']}", highlight=False)
@@ -208,3 +212,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         console.print(f"Chart written to {frontier_chart(document, out_dir / 'frontier.png')}.")
     console.print(f"Results written to {out_dir / 'results.json'}.")
     finish_dashboard(out_dir / "results.json", out_dir)
+    if unrun:  # a run that raised is a runtime failure, as in produce and compare-modes
+        console.print(f"[red]{len(unrun)} cell(s) could not run (see their reason above): "
+                      f"{', '.join(unrun)}; exit {EXIT_RUNTIME}.[/red]", soft_wrap=True)
+        sys.exit(EXIT_RUNTIME)

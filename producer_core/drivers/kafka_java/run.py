@@ -514,6 +514,7 @@ class KafkaJavaRun:
         m.blocked_s = producer_metrics.get("bufferpool-wait-time-ns-total", 0.0) / 1e9
         warnings = run_warnings(m, self.workload, "a full buffer.memory")
         warnings.extend(self.broker_warnings)
+        warnings.extend(self.settings.warnings)  # as every driver: "not used by this mode"
         start_ns = round(self.start * 1e9) + self.offset_ns
         counted = all(r["partitions"] >= 0 for r in self._requests)
         for r in self._requests:
