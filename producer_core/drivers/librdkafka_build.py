@@ -25,11 +25,15 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from producer_core.drivers.librdkafka_versions import install, target_dir
+from producer_core.drivers.librdkafka_versions import (
+    BUILD_PREFIX,
+    BUILD_SOURCE,
+    build_source_of,
+    install,
+    target_dir,
+)
 from producer_core.errors import BrokerError, UsageError
 
-BUILD_PREFIX = "build-"
-BUILD_SOURCE = "BUILD_SOURCE.txt"
 BUILD_TIMEOUT_S = 1800
 SKIPPED_DIRS = frozenset({".git", "build", "__pycache__"})
 BUILT_FILES = re.compile(r"\.(o|d|a|so(\.\d+)*|lds|pc|log|cache)$|^(Makefile\.config|config\.h"
@@ -209,20 +213,3 @@ def _write_source(directory: Path, tree: Path, digest: str, reported: str | None
     temporary = directory / f".{BUILD_SOURCE}.{os.getpid()}"
     temporary.write_text(f"{tree.resolve()}\n{digest}\n{reported}\n")
     temporary.replace(directory / BUILD_SOURCE)
-
-
-def build_source_of(directory: Path) -> dict[str, str]:
-    try:
-        fields = (directory / BUILD_SOURCE).read_text().splitlines()
-    except OSError:
-        return {}
-    keys = ("path", "sha256", "reported_version")
-    return {k: v for k, v in zip(keys, fields, strict=False) if v}
-
-
-def build_source(version: str | None) -> dict[str, str] | None:
-    """Where a registered build came from: path, sha256, reported version (None: a
-    release)."""
-    if version is None or not version.startswith(BUILD_PREFIX):
-        return None
-    return build_source_of(target_dir(version)) or None

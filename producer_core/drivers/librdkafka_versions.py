@@ -30,6 +30,9 @@ from producer_core.errors import BrokerError, KbatchError, UsageError
 from producer_core.results.metrics import Results
 
 PIP_TIMEOUT_S = 600
+BUILD_PREFIX = "build-"
+"""A version that is your own build (`librdkafka_build`): ``build-<12 hex of its sha256>``."""
+BUILD_SOURCE = "BUILD_SOURCE.txt"
 CHILD = "producer_core.drivers.librdkafka_child"
 
 
@@ -117,8 +120,6 @@ async def run_out_of_process(call: RunCall, version: str) -> Results:
         _, results, deliveries = answer
         if call.deliveries is not None and deliveries:
             call.deliveries.extend(deliveries)
-        from producer_core.drivers.librdkafka_build import build_source
-
         build = build_source(version)
         if build is not None and results.client is not None:  # your own build: name it
             results.client.values["client_build"] = build
@@ -133,3 +134,20 @@ async def run_out_of_process(call: RunCall, version: str) -> Results:
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def build_source_of(directory: Path) -> dict[str, str]:
+    try:
+        fields = (directory / BUILD_SOURCE).read_text().splitlines()
+    except OSError:
+        return {}
+    keys = ("path", "sha256", "reported_version")
+    return {k: v for k, v in zip(keys, fields, strict=False) if v}
+
+
+def build_source(version: str | None) -> dict[str, str] | None:
+    """Where a registered build came from: path, sha256, reported version (None: a
+    release)."""
+    if version is None or not version.startswith(BUILD_PREFIX):
+        return None
+    return build_source_of(target_dir(version)) or None
