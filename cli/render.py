@@ -44,7 +44,7 @@ def summary_table(result: dict[str, Any]) -> Table:
         ("bytes per request (mean / max)",
          "{mean:,.0f} / {max:,.0f}".format(**result["bytes_per_request"])),
         ("messages intended / sent", f"{msgs['intended']:,} / {msgs['sent']:,}"),
-        _outcome_row(result),
+        outcome_row(result),
         *([("discarded (reasons)", f"{msgs['discarded']:,} ({_reasons(msgs)})")]
           if msgs.get("discarded") else []),
         ("rate achieved (target)",
@@ -228,7 +228,7 @@ def not_sent(msgs: dict[str, Any]) -> int:
     return int((msgs.get("failed_reasons") or {}).get(NOT_SENT, 0))
 
 
-def _outcome_row(result: dict[str, Any]) -> tuple[str, str]:
+def outcome_row(result: dict[str, Any]) -> tuple[str, str]:
     """Every message's outcome; with acks=0 nothing is acknowledged, only sent. Messages a
     signal stopped before they were sent are "not sent", apart from those that failed."""
     msgs = result["messages"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_kafka_cli import _jvms, _kbatch
+from tests.cli.test_kafka_cli import jvms_of, kbatch_with_env
 from tests.cli.test_produce_cli import KBATCH, ROOT
 from tests.kafka_fixtures import skip_kafka_reason
 
@@ -29,7 +29,7 @@ def _node(env: dict[str, str], node_id: int) -> dict:
 def _wait_down(env: dict[str, str], *node_ids: int) -> str:
     deadline = time.monotonic() + 60
     while True:
-        status = _kbatch(env, "lab", "status", timeout=30).stderr
+        status = kbatch_with_env(env, "lab", "status", timeout=30).stderr
         lines = {n: status.split(f"node {n}:")[1].split("\n")[0] for n in node_ids}
         if all("DOWN" in line for line in lines.values()) or time.monotonic() > deadline:
             return status
@@ -47,23 +47,23 @@ def test_two_of_three_nodes_killed_and_restarted_one_after_the_other(tmp_path):
         assert up.stdout.readline().strip(), up.stderr.read() if up.stderr else ""
         for node_id in (2, 3):
             pid = _node(env, node_id)["pid"]
-            assert pid in _jvms(up.pid)
+            assert pid in jvms_of(up.pid)
             os.kill(pid, 9)
         status = _wait_down(env, 2, 3)
         assert status.count("DOWN") == 2, status
         for node_id in (2, 3):
             began = time.monotonic()
-            restart = _kbatch(env, "lab", "restart", str(node_id), "--timeout", "120",
+            restart = kbatch_with_env(env, "lab", "restart", str(node_id), "--timeout", "120",
                               timeout=200)
             assert restart.returncode == 0, restart.stderr
             assert "running again" in restart.stderr, restart.stderr
             assert time.monotonic() - began < 130
-        status = _kbatch(env, "lab", "status", timeout=30).stderr
+        status = kbatch_with_env(env, "lab", "status", timeout=30).stderr
         assert "DOWN" not in status and status.count("running (") == 3, status
         os.kill(_node(env, 2)["pid"], 9)  # the restarted node is still watched
         status = _wait_down(env, 2)
         assert "DOWN" in status.split("node 2:")[1].split("\n")[0], status
-        down = _kbatch(env, "lab", "down", timeout=90)
+        down = kbatch_with_env(env, "lab", "down", timeout=90)
         assert down.returncode == 0, down.stderr
         _, stderr = up.communicate(timeout=90)
     finally:
