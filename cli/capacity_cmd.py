@@ -21,6 +21,7 @@ from cli.client_opts import client_options
 from cli.dashboard_opts import dashboard_option
 from cli.errors import friendly_errors
 from cli.lazy_group import guarded_import
+from cli.once import one_value
 from cli.options import lab_options
 from cli.output_mode import output_options
 from producer_core import bounds
@@ -30,7 +31,8 @@ from producer_core.analysis.capacity import DEFAULT_MAX_LAG_MS
 @click.command("capacity")
 @click.option("--modes", "modes_text", default="partition", show_default=True,
               help="Comma-separated modes; each gets its own search.")
-@click.option("--slo", "slo_text", required=True, metavar="METRIC<=LIMIT",
+@click.option("--slo", "slo_text", required=True, metavar="METRIC<=LIMIT", multiple=True,
+              callback=one_value,
               help="Latency objective every probe must meet, e.g. 'p99<=100ms' (ack "
                    "latency; end-to-end latency too when the run measures it).")
 @click.option("--start-rate", type=FiniteFloat(bounds.MIN_RATE, bounds.MAX_RATE,
@@ -39,7 +41,7 @@ from producer_core.analysis.capacity import DEFAULT_MAX_LAG_MS
                                       "boundary is bracketed.")
 @click.option("--max-rate", type=FiniteFloat(bounds.MIN_RATE, bounds.MAX_RATE, unit="msg/s"),
               default=1_000_000.0, show_default=True, help="Highest rate to probe.")
-@click.option("--precision", type=click.FloatRange(0.001, 1.0), default=0.05,
+@click.option("--precision", type=FiniteFloat(0.001, 1.0), default=0.05,
               show_default=True, help="Stop bisecting once the bracket is this narrow "
                                       "(0.05: the upper end within 5% of the lower).")
 @click.option("--repeats", type=click.IntRange(0, 10), default=2, show_default=True,

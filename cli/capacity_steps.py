@@ -5,6 +5,7 @@ results writers are not for --help (cli/lazy_group.py)."""
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -14,9 +15,10 @@ from cli.client_opts import client_inputs, finish_settings
 from cli.dashboard import dashboard_progress, finish_dashboard, open_dashboard
 from cli.options import lab_shape
 from cli.output_mode import output_from_flags
+from cli.output_paths import writable_dir, writable_file
 from cli.render import console, out
 from cli.results_tables import METRIC, capacity_table
-from cli.run_pipeline import run_pipeline
+from cli.run_pipeline import install_clients, run_pipeline
 from cli.settings_checks import check_fits, check_setting_texts
 from cli.spark_opts import Runner
 from cli.stopping import StopOnSignal
@@ -31,6 +33,7 @@ from producer_core.analysis.compare import parse_mode_configs, parse_modes
 from producer_core.analysis.sweep import parse_slo
 from producer_core.config import MODES
 from producer_core.errors import UsageError
+from producer_core.modes import topic_part
 from producer_core.results.results_io import write_json
 from producer_core.results.run_facts import RunFacts, run_document
 from producer_core.workload.workload import Workload
@@ -49,10 +52,11 @@ def capacity_document(results: dict[str, Capacity], criteria: Criteria,
     report), each run stamped with its mode's answer so `MODE.max_sustainable_msgs_per_s`
     is a gate metric; ``rounds``: each probe's number within its mode and its Results."""
     answers = {mode: found.max_sustainable_msgs_per_s for mode, found in results.items()}
-    # METRIC is none of run_document's own keywords: it lands in **extra
+    # METRIC is none of run_document's own keywords: it lands in **extra (a null answer:
+    # no sustainable rate was found, which gate reads as missing)
     probe_runs = [run_document(
         result, facts, round=count,
-        **{METRIC: answers.get(result.mode) or 0.0})  # type: ignore[arg-type]  # see above
+        **{METRIC: answers.get(result.mode)})  # type: ignore[arg-type]  # see above
                   for count, result in rounds]
     workload = dict(probe_runs[0]["workload"]) if probe_runs else {}
     workload.update(rate=None, topic=None)  # the probes' rates are the search's
@@ -82,6 +86,7 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
     """The body of `kbatch capacity` (its options: cli.capacity_cmd)."""
     dashboard_spec = flags.pop("dashboard")
     output_from_flags(flags, json_path)
+    check_outputs(json_path, out_dir)
     shape = lab_shape(flags)
     slo = parse_slo(slo_text)
     if start_rate > max_rate:
@@ -104,12 +109,14 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
     stamp = int(time.time() * 1000)
 
     def workload(mode: str, index: int, rate: float) -> Workload:
-        return Workload(topic=f"kbatch-capacity-{stamp}-{mode}-{index}", partitions=partitions,
+        return Workload(topic=f"kbatch-capacity-{stamp}-{topic_part(mode)}-{index}",
+                        partitions=partitions,
                         rate=rate, duration_s=duration, messages=None,
                         message_size=message_size, keys=keys, seed=seed, warmup_s=warmup)
 
     for mode_run in mode_runs:
         check_fits(workload(mode_run.mode, 0, start_rate), mode_run.settings)
+    install_clients(modes)
     open_dashboard(dashboard_spec, "kbatch capacity")
     runner = Runner()
     found: dict[str, Capacity] = {}
@@ -130,7 +137,7 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
                 nonlocal count
                 count += 1
                 if stopper.signum is not None:
-                    raise UsageError("Interrupted: the capacity search stopped.")
+                    raise SearchStopped
                 label = f"[{mode} {rate:,.0f}/s]"
                 dashboard_progress(len(probe_runs), plan.max_probes * len(mode_runs), None,
                                    f"{mode} at {rate:,.0f} msg/s")
@@ -140,6 +147,8 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
                 rounds.append((count, results))
                 document = run_document(results, round=count)
                 probe_runs.append(document)
+                if stopper.signum is not None:  # a cut-short probe is kept, not judged
+                    raise SearchStopped
                 return document
 
             def on_probe(result: Probe, mode: str = mode) -> None:
@@ -147,7 +156,12 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
                 console.print(probe_line(mode, index, result), soft_wrap=True,
                               highlight=False, markup=False)
 
-            found[mode] = find_capacity(probe, criteria, plan, on_probe)
+            try:
+                found[mode] = find_capacity(probe, criteria, plan, on_probe)
+            except SearchStopped:
+                found[mode] = Capacity(None, (None, None),
+                                       stopped=f"interrupted by {stopper.name}")
+                break
             value = found[mode].max_sustainable_msgs_per_s
             console.print(f"[bold]{mode}[/bold]: "
                           + ("no rate sustained" if value is None else
@@ -170,3 +184,22 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
         chart = capacity_chart(document, out_dir / "capacity.png")
         console.print(f"Results written to {out_dir / 'capacity.json'} and {chart}.")
     finish_dashboard(document["runs"], out_dir)
+    if stopper.signum is not None:
+        written = json_path is not None or out_dir is not None
+        console.print(f"Interrupted by {stopper.name}: the capacity search stopped after "
+                      f"{len(probe_runs)} probe{'' if len(probe_runs) == 1 else 's'}"
+                      f"{'; partial results written' if written else ''} (the interrupted "
+                      "mode's answer is none: its search did not end).", soft_wrap=True)
+        sys.exit(stopper.exit_code)
+
+
+class SearchStopped(Exception):  # noqa: N818 - a signal, not an error
+    """A signal arrived: the search ends here, what was probed is kept."""
+
+
+def check_outputs(json_path: Path | None, out_dir: Path | None) -> None:
+    """--json and --out are written after the whole search: proven writable before it."""
+    if json_path is not None:
+        writable_file(json_path, "--json")
+    if out_dir is not None:
+        writable_dir(out_dir, "--out")

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure  # noqa: E402  (after selecting the backend
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from producer_core.config import MODES  # noqa: E402
+from producer_core.modes import base_mode  # noqa: E402
 from producer_core.results.histogram import LatencyHistogram  # noqa: E402
 
 __all__ = ["ack_vs_e2e_chart", "latency_chart", "mode_color", "over_time_chart", "percentile_curve",
@@ -27,17 +28,20 @@ _STYLES = ("-", "--", ":", "-.")
 
 
 def mode_color(mode: str) -> str:
-    """One colour per mode in every chart: the mode's place in the mode registry."""
+    """One colour per mode in every chart: the mode's place in the mode registry (every
+    release of a client, ``kafka-java@3.9.1``, in its mode's colour; `_styles` dashes)."""
+    mode = base_mode(mode)
     return f"C{MODES.index(mode) % 10}" if mode in MODES else "C9"
 
 
 def _styles(modes: Sequence[str]) -> list[tuple[str, str]]:
-    """(colour, line style) per series: the mode's colour; repeats of a mode dashed."""
+    """(colour, line style) per series: the mode's colour; repeats of a mode, and other
+    releases of its client, dashed."""
     seen: dict[str, int] = {}
     styles = []
     for mode in modes:
-        index = seen.get(mode, 0)
-        seen[mode] = index + 1
+        index = seen.get(base_mode(mode), 0)
+        seen[base_mode(mode)] = index + 1
         styles.append((mode_color(mode), _STYLES[index % len(_STYLES)]))
     return styles
 

@@ -8,7 +8,9 @@ from typing import Any
 import click
 
 from cli.broker_cost_opts import broker_metrics_option
+from cli.client_build_opts import client_build_options
 from cli.client_opts import client_options
+from cli.closed_loop_opts import closed_loop_options
 from cli.consume_opts import consume_options
 from cli.dashboard_opts import dashboard_option
 from cli.errors import friendly_errors
@@ -42,6 +44,8 @@ from cli.txn_opts import transaction_options
                    "adaptive and aimd choose their own window and get none. "
                    "--mode-config still wins.")
 @workload_options
+@closed_loop_options
+@client_build_options
 @payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting applied to every mode (see kbatch produce --help).")

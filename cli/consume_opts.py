@@ -72,7 +72,14 @@ def consume_from_flags(consume: bool, consumers: int | None,
                              "assigned their partitions, commit nothing, and use the run's "
                              "brokers.")
         pairs.append((JAVA_NAMES.get(key, key), value))
+    from producer_core.measure.consumers import config_problem
     from producer_core.measure.consuming_run import ConsumeOptions
+
+    problem = config_problem(dict(pairs))
+    if problem:
+        raise UsageError(f"--consumer-config: librdkafka refuses it ({problem}). Give a "
+                         "librdkafka consumer property and a value it takes (e.g. "
+                         "fetch.wait.max.ms=10; see librdkafka's CONFIGURATION.md).")
 
     return ConsumeOptions(consumers or 1, tuple(pairs))
 

@@ -41,7 +41,7 @@ def friendly_errors(func: F) -> F:
         except KeyboardInterrupt as exc:
             signum = getattr(exc, "signum", signal.SIGINT)
             click.echo(f"Interrupted by {signal.Signals(signum).name}: the run was stopped at "
-                       "once, without results, and its broker shut down.", err=True)
+                       "once, without results (any broker kbatch started was shut down).", err=True)
             sys.exit(128 + signum)
         except Exception as exc:  # a bug, not bad input: say so in one paragraph
             if os.environ.get("KBATCH_DEBUG"):

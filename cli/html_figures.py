@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 from matplotlib.colors import to_hex
 
 from cli.charts import mode_color, percentile_curve
+from producer_core.modes import base_mode
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.intervals import ROW_COUNTERS
 from producer_core.results.metric_catalog import METRICS
@@ -150,9 +151,9 @@ def _main_key(keys: Sequence[str]) -> str:
 def _styles(modes: Sequence[str]) -> list[tuple[str, str]]:
     seen: dict[str, int] = {}
     styles = []
-    for mode in modes:
-        index = seen.get(mode, 0)
-        seen[mode] = index + 1
+    for mode in modes:  # another release of a client (kafka-java@3.9.1) is dashed
+        index = seen.get(base_mode(mode), 0)
+        seen[base_mode(mode)] = index + 1
         styles.append((mode_hex(mode), _DASHES[index % len(_DASHES)]))
     return styles
 

@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cli.bounded import FiniteFloat
 from cli.errors import friendly_errors
 from cli.lab_serve import KafkaNodes, TansuNodes, node_documents, serve
 from cli.options import broker_options
 from cli.render import console
+from producer_core import bounds
 from producer_core.brokers import validate_broker_choice
 from producer_core.brokers.kafka_security import LAB_LISTENER, LAB_PROTOCOLS, SecuredLab
 from producer_core.brokers.lab.delay import DelayModel
@@ -47,9 +49,11 @@ class _Stop(BaseException):
 @click.command()
 @click.option("--brokers", type=int, default=3, show_default=True,
               help=f"Brokers in the lab (1 to {MAX_BROKERS}).")
-@click.option("--rtt-ms", type=float, default=0.0, show_default=True,
+@click.option("--rtt-ms", type=FiniteFloat(0, bounds.MAX_RTT_MS, unit="ms"), default=0.0,
+              show_default=True,
               help="Round trip added to every response, in ms.")
-@click.option("--jitter-ms", type=float, default=0.0, show_default=True,
+@click.option("--jitter-ms", type=FiniteFloat(0, bounds.MAX_RTT_MS, unit="ms"), default=0.0,
+              show_default=True,
               help="Jitter: each response's delay is uniform in [rtt - jitter, rtt + jitter].")
 @click.option("--base-port", type=int, default=None,
               help="Node k listens on BASE_PORT + k - 1. Default: free ports the OS picks. "
@@ -199,7 +203,7 @@ def _state_document(running: Lab) -> dict[str, Any]:
 
 
 @click.command()
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=15.0,
+@click.option("--timeout", "timeout_s", type=FiniteFloat(0, 3600, unit="seconds"), default=15.0,
               show_default=True, help="Seconds to wait for the lab to stop before killing it.")
 @friendly_errors
 def down(timeout_s: float) -> None:
@@ -276,9 +280,14 @@ def status() -> None:
                           f"exited); start it again with `kbatch lab restart {node['node_id']}`")
 
 
+VERDICT_GRACE_S = 10.0
+"""How long `lab restart` waits beyond --timeout for the lab's verdict (the lab picks the
+request up within a poll and may spend a little on its own after the node's wait)."""
+
+
 @click.command()
 @click.argument("node_id", metavar="NODE", type=int)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1, max=600), default=120.0,
+@click.option("--timeout", "timeout_s", type=FiniteFloat(1, 600, unit="seconds"), default=120.0,
               show_default=True, help="Seconds to wait for the node to serve again.")
 @friendly_errors
 def restart(node_id: int, timeout_s: float) -> None:
@@ -302,16 +311,21 @@ def restart(node_id: int, timeout_s: float) -> None:
     if owned_process(old.get("pid"), old.get("start"), marker):
         console.print(f"Node {node_id} is running (pid {old['pid']}); nothing to restart.")
         return
-    request_restart(node_id)
-    deadline = time.monotonic() + timeout_s
+    request = request_restart(node_id, timeout_s)
+    # the lab waits up to timeout_s for the node to serve; its verdict comes a little later
+    deadline = time.monotonic() + timeout_s + VERDICT_GRACE_S
     while time.monotonic() < deadline:
         time.sleep(0.2)
         current = _running_lab()
         node = next((n for n in node_records(current) if n["node_id"] == node_id), {})
+        if node.get("restart_request") != request:
+            continue  # not yet answered: an older request's verdict is not this one's
         if node.get("restart_error"):
             raise BrokerError(f"Node {node_id} could not be restarted: {node['restart_error']}")
         if owned_process(node.get("pid"), node.get("start"), marker):
             console.print(f"Node {node_id} is running again (pid {node['pid']}).")
             return
+        raise BrokerError(f"Node {node_id} was started again but exited at once; see the "
+                          "`kbatch lab up` terminal for why.")
     raise BrokerError(f"Node {node_id} did not serve again within {timeout_s:g} s; see the "
                       "`kbatch lab up` terminal for why.")

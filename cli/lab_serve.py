@@ -10,10 +10,16 @@ the lab's own front (the Tansu facade) stops, or by a signal, as before.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cli.render import console
-from producer_core.brokers.lab.state import start_time, take_restart_request, write_state
+from producer_core.brokers.lab.state import (
+    RestartRequest,
+    start_time,
+    take_restart_request,
+    write_state,
+)
 from producer_core.errors import KbatchError
 
 if TYPE_CHECKING:
@@ -34,7 +40,7 @@ class LabNodes(Protocol):
 
     def node_pid(self, node_id: int) -> int | None: ...
 
-    def restart(self, node_id: int) -> None: ...
+    def restart(self, node_id: int, timeout_s: float | None = None) -> None: ...
 
     def serving(self) -> bool: ...
 
@@ -55,8 +61,11 @@ class TansuNodes:
     def node_pid(self, node_id: int) -> int | None:
         return self._lab.node_pid(node_id)
 
-    def restart(self, node_id: int) -> None:
-        self._lab.restart_node(node_id)
+    def restart(self, node_id: int, timeout_s: float | None = None) -> None:
+        if timeout_s is None:
+            self._lab.restart_node(node_id)
+        else:
+            self._lab.restart_node(node_id, timeout_s)
 
     def serving(self) -> bool:
         return self._lab.facade_alive
@@ -77,16 +86,19 @@ class KafkaNodes:
     def node_pid(self, node_id: int) -> int | None:
         return self._cluster.node_pids.get(node_id)
 
-    def restart(self, node_id: int) -> None:
-        self._cluster.start_node(node_id)
+    def restart(self, node_id: int, timeout_s: float | None = None) -> None:
+        self._cluster.start_node(node_id, timeout_s)
 
     def serving(self) -> bool:
         return True  # no front to lose: the nodes serve clients themselves
 
 
 def node_documents(nodes: LabNodes, previous: list[dict[str, Any]] | None = None,
-                   errors: dict[int, str] | None = None) -> list[dict[str, Any]]:
-    """The state file's view of every node: address, pid and start time, running or not."""
+                   errors: dict[int, str] | None = None,
+                   answered: dict[int, str] | None = None) -> list[dict[str, Any]]:
+    """The state file's view of every node: address, pid and start time, running or not;
+    the last restart request the lab answered for it (``restart_request``) and, if that
+    restart failed, why (``restart_error``)."""
     before = {n["node_id"]: n for n in previous or []}
     records = []
     for node_id in nodes.node_ids():
@@ -99,41 +111,85 @@ def node_documents(nodes: LabNodes, previous: list[dict[str, Any]] | None = None
         else:
             old = before.get(node_id, {})
             record.update({k: old[k] for k in ("pid", "start") if k in old}, state="down")
+        if answered and node_id in answered:
+            record["restart_request"] = answered[node_id]
         if errors and node_id in errors:
             record["restart_error"] = errors[node_id]
         records.append(record)
     return records
 
 
-def serve(nodes: LabNodes, document: dict[str, Any]) -> None:
-    """Watch the nodes until the lab's front stops (or a signal ends the caller)."""
-    down: set[int] = set()
-    errors: dict[int, str] = {}
-    while nodes.serving():
-        changed = False
-        for node_id in nodes.node_ids():
-            if nodes.node_pid(node_id) is None and node_id not in down:
-                down.add(node_id)
-                changed = True
-                console.print(f"node {node_id} ({nodes.kind}) exited; the lab keeps serving "
-                              f"with the other nodes. Start it again with `kbatch lab restart "
-                              f"{node_id}`.")
-        wanted = take_restart_request()
-        if wanted is not None and wanted in nodes.node_ids():
-            errors.pop(wanted, None)
-            try:
-                nodes.restart(wanted)
-            except KbatchError as exc:
-                errors[wanted] = str(exc)
-                console.print(f"node {wanted} could not be restarted: {exc}")
-            else:
-                down.discard(wanted)
-                pid = nodes.node_pid(wanted)
-                console.print(f"node {wanted} restarted ({nodes.kind} pid {pid}).")
+class Watcher:
+    """One pass at a time (``poll``) over a lab's nodes: deaths and comebacks are read from
+    the processes on every pass (a node restarted, even by a restart that then failed its
+    readiness wait, is watched again), restart requests are carried out with the request's
+    timeout, and the state file is rewritten whenever what it says changed. A restart's old
+    error is cleared in the state file before the restart begins, and every answer names its
+    request, so `lab restart` never reads an older request's verdict as its own."""
+
+    def __init__(self, nodes: LabNodes, document: dict[str, Any],
+                 write: Callable[[dict[str, Any]], Any] = write_state,
+                 take: Callable[[], RestartRequest | None] = take_restart_request,
+                 say: Callable[[str], Any] = console.print) -> None:
+        self.nodes, self.document = nodes, document
+        self._write, self._take, self._say = write, take, say
+        self.down: set[int] = set()
+        self.pids: dict[int, int | None] = {n: nodes.node_pid(n) for n in nodes.node_ids()}
+        self.errors: dict[int, str] = {}
+        self.answered: dict[int, str] = {}
+
+    def poll(self) -> None:
+        changed = self._look()
+        request = self._take()
+        if request is not None and request.node_id in self.nodes.node_ids():
+            self._restart(request)
             changed = True
         if changed:
-            document["nodes"] = node_documents(nodes, document.get("nodes"), errors)
-            document["backend_pids"] = [n["pid"] for n in document["nodes"]
-                                        if n["state"] == "running"]
-            write_state(document)
+            self.save()
+
+    def _look(self) -> bool:
+        """Note deaths and comebacks; whether anything the state file says changed."""
+        changed = False
+        for node_id in self.nodes.node_ids():
+            pid = self.nodes.node_pid(node_id)
+            if pid is None and node_id not in self.down:
+                self.down.add(node_id)
+                self._say(f"node {node_id} ({self.nodes.kind}) exited; the lab keeps serving "
+                          f"with the other nodes. Start it again with `kbatch lab restart "
+                          f"{node_id}`.")
+                changed = True
+            elif pid is not None:
+                self.down.discard(node_id)
+            changed = changed or pid != self.pids.get(node_id)
+            self.pids[node_id] = pid
+        return changed
+
+    def _restart(self, request: RestartRequest) -> None:
+        node_id = request.node_id
+        self.errors.pop(node_id, None)
+        self.save()  # the old verdict goes before the restart (which may take a while)
+        try:
+            self.nodes.restart(node_id, request.timeout_s)
+        except KbatchError as exc:
+            self.errors[node_id] = str(exc)
+            self._say(f"node {node_id} could not be restarted: {exc}")
+        else:
+            self._say(f"node {node_id} restarted ({self.nodes.kind} pid "
+                      f"{self.nodes.node_pid(node_id)}).")
+        self.answered[node_id] = request.request
+        self._look()  # watch the node from its new process on, whatever the verdict
+
+    def save(self) -> None:
+        self.document["nodes"] = node_documents(self.nodes, self.document.get("nodes"),
+                                                self.errors, self.answered)
+        self.document["backend_pids"] = [n["pid"] for n in self.document["nodes"]
+                                         if n["state"] == "running"]
+        self._write(self.document)
+
+
+def serve(nodes: LabNodes, document: dict[str, Any]) -> None:
+    """Watch the nodes until the lab's front stops (or a signal ends the caller)."""
+    watcher = Watcher(nodes, document)
+    while nodes.serving():
+        watcher.poll()
         time.sleep(POLL_S)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cli.bounded import FiniteFloat
 from cli.options import option_given
 from producer_core.errors import UsageError
 
@@ -35,7 +36,7 @@ def payload_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--payload-delimiter", default="\\n", show_default=True,
                      help="Record separator of --payload-file (\\n, \\t, \\r, \\0 or any "
                           "text)."),
-        click.option("--compressibility", type=click.FloatRange(0.0, 1.0), default=0.0,
+        click.option("--compressibility", type=FiniteFloat(0.0, 1.0), default=0.0,
                      show_default=True,
                      help="Share of each generated value that is text-like (0: random "
                           "bytes, incompressible; 0.9: gzip ~2.3x). See docs/guides/workloads.md "

@@ -56,16 +56,17 @@ def emit(line: str) -> None:
 class PerfTestProgress:
     """The engine's progress callback: each interval becomes perf-test's window line."""
 
-    def __init__(self, interval_s: float, value_bytes: float) -> None:
+    def __init__(self, interval_s: float, value_bytes: float, acks0: bool = False) -> None:
         self.report_interval_s = interval_s
         self.report_interval_explicit = True  # perf-test's lines come every 5 s, short run or not
         self.value_bytes = value_bytes
+        self.acks0 = acks0
 
     def __call__(self, progress: Any) -> None:
         return None
 
     def on_interval(self, row: dict[str, Any]) -> None:
-        records = row["acknowledged"]
+        records = row["records"] if self.acks0 else row["acknowledged"]
         if not records:
             return
         seconds = row["end_s"] - row["start_s"]
@@ -107,9 +108,26 @@ def payload_notices(payload: PayloadSpec) -> None:
     emit(f"Number of records read: {len(cached_records(payload.file, payload.delimiter))}")
 
 
+def no_acks(settings: dict[str, Any]) -> bool:
+    return str(settings.get("acks")) == "0"
+
+
+def completed(document: dict[str, Any]) -> int:
+    """The records perf-test counts: its callback completes on the acknowledgement, or,
+    with acks=0 (no acknowledgement comes), once the record is written: sent ones."""
+    messages = document["messages"]
+    if no_acks(document.get("settings") or {}):
+        return messages["acknowledged"] + messages["sent_unacknowledged"]
+    return messages["acknowledged"]
+
+
+ACKS0_NOTICE = ("acks=0: the broker answers nothing, so records count once written and "
+                "kbatch measures no latency for them (the latency figures read 0).")
+
+
 def final_lines(document: dict[str, Any], value_bytes: float, warmup_records: int) -> list[str]:
     """perf-test's total line (and its steady-state line after a warm-up)."""
-    acked = document["messages"]["acknowledged"]
+    acked = completed(document)
     seconds = document["duration_s"]
     latency = document["latency"]
     figures = (latency.get("mean_ms", 0.0), latency["max_ms"], latency["p50_ms"],
@@ -176,6 +194,10 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
                                "warmup": 0.0, "bootstrap_servers": None,
                                "report_interval": None})
     check_setting_texts(kwargs["overrides"])
+    if json_path is not None:  # written after the run: proven writable before it
+        from cli.output_paths import writable_file
+
+        writable_file(json_path, "--json")
     client = client_inputs(command_config, kwargs["overrides"], kwargs["bootstrap_servers"],
                            [mode], replication_factor, topic_configs)
     settings = other_mode_warnings(
@@ -208,13 +230,16 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
                           f"{topic!r} ({run_workload.partitions} partitions).", soft_wrap=True)
             started = time.monotonic()
             results = setup.run(run_workload, settings, mode, target.bootstrap,
-                                PerfTestProgress(reporting_ms / 1000.0, value_bytes),
+                                PerfTestProgress(reporting_ms / 1000.0, value_bytes,
+                                                 no_acks(settings.as_dict())),
                                 **setup.stop)
             results.broker = target.description
             console.print(f"Ran in {time.monotonic() - started:.1f} s.")
         document = run_document(results, setup.facts(), stopped=setup.stopped)
     for line in final_lines(document, value_bytes, warmup_records):
         emit(line)
+    if no_acks(document.get("settings") or {}):
+        console.print(ACKS0_NOTICE, soft_wrap=True, highlight=False)
     if print_metrics:
         for line in metric_lines(document):
             emit(line)

@@ -8,11 +8,14 @@ from typing import Any
 import click
 
 from cli.broker_cost_opts import broker_metrics_option
+from cli.client_build_opts import client_build_options
 from cli.client_opts import client_options
+from cli.closed_loop_opts import closed_loop_options
 from cli.consume_opts import consume_options
 from cli.dashboard_opts import dashboard_option
 from cli.errors import friendly_errors
 from cli.lazy_group import guarded_import
+from cli.mode_opts import ModeChoice
 from cli.options import (
     lab_options,
     workload_options,
@@ -29,15 +32,17 @@ from cli.run_opts import (
     runner_options,
 )
 from cli.txn_opts import transaction_options
-from producer_core.config import MODES, settings_help
+from producer_core.config import settings_help
 from producer_core.modes import mode_help
 
 
 @click.command(cls=PerfTestArgs, epilog="Producer settings (-X key=value):\n\n" +
              settings_help().replace("\n", "\n\n"))
-@click.option("--mode", type=click.Choice(MODES), default="partition", show_default=True,
+@click.option("--mode", type=ModeChoice(), default="partition", show_default=True,
               help=mode_help())
 @workload_options
+@closed_loop_options
+@client_build_options
 @payload_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting with Kafka's name, e.g. -X linger.ms=10 -X acks=all. "

@@ -44,11 +44,11 @@ def summary_table(result: dict[str, Any]) -> Table:
         ("bytes per request (mean / max)",
          "{mean:,.0f} / {max:,.0f}".format(**result["bytes_per_request"])),
         ("messages intended / sent", f"{msgs['intended']:,} / {msgs['sent']:,}"),
-        _outcome_row(result),
+        outcome_row(result),
         *([("discarded (reasons)", f"{msgs['discarded']:,} ({_reasons(msgs)})")]
           if msgs.get("discarded") else []),
         ("rate achieved (target)",
-         f"{rate['achieved_msgs_per_s']:,.0f}/s ({'max' if target is None else f'{target:,.0f}'})"),
+         f"{rate['achieved_msgs_per_s']:,.0f}/s ({_target_text(result, target)})"),
         *_volume_rows(result),
     ]
     lat = result["latency"]
@@ -84,9 +84,10 @@ def summary_table(result: dict[str, Any]) -> Table:
         table.add_row("generator blocked on memory total / max ms (times)",
                       f"{_ms(blocked['total_ms'])} / {_ms(blocked['max_ms'])} "
                       f"({blocked['episodes']:,})")
-    if msgs["failed_reasons"]:
+    reasons = {k: v for k, v in msgs["failed_reasons"].items() if k != NOT_SENT}
+    if reasons:
         table.add_row("failure reasons (not written)", ", ".join(
-            f"{k}: {v:,}" for k, v in msgs["failed_reasons"].items()))
+            f"{k}: {v:,}" for k, v in reasons.items()))
     if msgs.get("unknown_reasons"):
         table.add_row("unknown reasons (may be written)", ", ".join(
             f"{k}: {v:,}" for k, v in msgs["unknown_reasons"].items()))
@@ -97,9 +98,55 @@ def summary_table(result: dict[str, Any]) -> Table:
                       f"({idempotence.get('epoch_bumps', 0)})")
     for name, value in broker_cost_rows(result):
         table.add_row(name, value)
+    client = client_text(result)
+    if client is not None:
+        table.add_row("client (as it reports itself)", client)
     if result.get("complete") is False:
         table.add_row("complete", "no: stopped before its end")
     return table
+
+
+CLIENT_FIGURES = ("linger.ms", "batch.size")
+"""The client settings a table names beside a real client's reported version (issue 44)."""
+
+
+def client_text(result: dict[str, Any]) -> str | None:
+    """What a real client run reports of itself: ``kafka-clients 3.9.1; linger.ms 0,
+    batch.size 16384 (its defaults)``; None for kbatch's own engine."""
+    rdkafka = result.get("librdkafka")
+    if isinstance(rdkafka, dict) and rdkafka.get("version"):
+        python = rdkafka.get("confluent_kafka_version")
+        return f"librdkafka {rdkafka['version']}" + (
+            f" (confluent-kafka {python})" if python else "")
+    section = result.get("kafka_java")
+    if not isinstance(section, dict) or not section.get("client_version"):
+        return None
+    config = section.get("client_config") or {}
+    defaults = set(section.get("client_defaults") or ())
+    figures = [(k, config[k]) for k in CLIENT_FIGURES if k in config]
+    text = f"kafka-clients {section['client_version']}"
+    build = section.get("client_build")
+    if isinstance(build, dict):
+        text += f" (build {build.get('path')}, sha256 {str(build.get('sha256'))[:12]})"
+    if figures:
+        text += "; " + ", ".join(f"{k} {v}" for k, v in figures)
+        if all(k in defaults for k, _ in figures):
+            text += " (its defaults)"
+        elif any(k in defaults for k, _ in figures):
+            text += " (" + ", ".join(f"{k} its default" for k, _ in figures
+                                     if k in defaults) + ")"
+    return text
+
+
+def _target_text(result: dict[str, Any], target: float | None) -> str:
+    """The rate asked for: a number, max, or a closed loop's senders (its rate is an
+    outcome)."""
+    loop = result.get("workload", {}).get("closed_loop")
+    if loop:
+        think = result["workload"].get("think_time_s") or 0
+        return (f"closed loop, {loop:,} sender{'s' if loop > 1 else ''}"
+                + (f", think {think * 1000:g} ms" if think else ""))
+    return "max" if target is None else f"{target:,.0f}"
 
 
 def _same_linger(per_request: dict[str, Any], per_batch: dict[str, Any]) -> bool:
@@ -171,15 +218,29 @@ def verify_table(verify: dict[str, Any], label: str = "") -> Table:
     return table
 
 
-def _outcome_row(result: dict[str, Any]) -> tuple[str, str]:
-    """Every message's outcome; with acks=0 nothing is acknowledged, only sent."""
+NOT_SENT = "interrupted"
+"""The failure reason of messages a signal stopped before they were sent: run_types.
+INTERRUPTED, spelled here so that rendering does not import the engine (a test holds the
+two equal)."""
+
+
+def not_sent(msgs: dict[str, Any]) -> int:
+    return int((msgs.get("failed_reasons") or {}).get(NOT_SENT, 0))
+
+
+def outcome_row(result: dict[str, Any]) -> tuple[str, str]:
+    """Every message's outcome; with acks=0 nothing is acknowledged, only sent. Messages a
+    signal stopped before they were sent are "not sent", apart from those that failed."""
     msgs = result["messages"]
     unknown = msgs.get("unknown", 0)
+    stopped = not_sent(msgs)
+    failed = f"{msgs['failed'] - stopped:,}" + (f" / {stopped:,}" if stopped else "")
+    label = "failed / not sent (stopped)" if stopped else "failed"
     if str(result.get("settings", {}).get("acks")) == "0":
-        return ("sent (acks=0) / failed / unknown",
-                f"{msgs.get('sent_unacknowledged', 0):,} / {msgs['failed']:,} / {unknown:,}")
-    return ("acknowledged / failed / unknown",
-            f"{msgs['acknowledged']:,} / {msgs['failed']:,} / {unknown:,}")
+        return (f"sent (acks=0) / {label} / unknown",
+                f"{msgs.get('sent_unacknowledged', 0):,} / {failed} / {unknown:,}")
+    return (f"acknowledged / {label} / unknown",
+            f"{msgs['acknowledged']:,} / {failed} / {unknown:,}")
 
 
 def print_warnings(result: dict[str, Any]) -> None:
@@ -239,10 +300,16 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
             if index:
                 row.append(changes[mode][row_index])
         table.add_row(*row)
+    clients: dict[str, str] = {}
+    for run in document.get("runs", []):
+        text = client_text(run)
+        if text is not None and run.get("mode") in modes:
+            clients.setdefault(run["mode"], text)
     table.caption = ("p50_ms ... max_ms: ack latency (intended send → acknowledgement)" + (
         "; e2e_*: end-to-end latency (intended send → consume)"
         if any("e2e_p99_ms" in summary[mode] for mode in modes) else "") + (
-        f"; under each value: its change vs {modes[0]}" if compact else ""))
+        f"; under each value: its change vs {modes[0]}" if compact else "") + "".join(
+        f"\n{mode}: {text}" for mode, text in clients.items()))
     return table
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from cli.bounded import FiniteFloat
-from producer_core.bounds import MAX_START_LEAD_S
+from producer_core.bounds import MAX_DURATION_S, MAX_START_LEAD_S
 from producer_core.distributed.limits import DEFAULT_START_LEAD_S, MASTER_FORMS, MAX_WORKERS
 from producer_core.results.metric_catalog import DEFAULT_INTERVAL_S
 
@@ -59,7 +59,8 @@ OUTPUT_FLAGS = ("report_interval", "quiet")
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """`--report-interval S` and `--quiet`, shared by `produce` and `compare-modes`."""
     options = [
-        click.option("--report-interval", type=click.FloatRange(min=0), default=DEFAULT_INTERVAL_S,
+        click.option("--report-interval", type=FiniteFloat(0, MAX_DURATION_S, unit="seconds"),
+                     default=DEFAULT_INTERVAL_S,
                      show_default=True, metavar="SECONDS",
                      help="Report each interval of this many seconds (messages/s, MB/s, "
                           "requests/s, msgs/req, p50/p99, failures): live on a terminal, "

@@ -7,7 +7,7 @@ a cluster's faults are closed only when it stops."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +22,7 @@ from cli.stopping import StopOnSignal, accepts_stop
 from producer_core.brokers import BrokerTarget
 from producer_core.measure.per_run import run_targets
 from producer_core.measure.verify_read import VerifyingRun
+from producer_core.modes import install_clients as modes_install
 from producer_core.results.results_io import RunRecorder
 from producer_core.results.run_facts import RunFacts
 
@@ -61,6 +62,13 @@ def engine_call(engine_run: Any, verify: bool, stopper: StopOnSignal,
     return run, ({"stop": stopper.event} if stopper.stoppable else {})
 
 
+def install_clients(modes: Sequence[str]) -> None:
+    """Fetch and build the clients the modes name (``kafka-java@3.9.1``: that release,
+    once per user), with a progress line on first use, before any broker starts: a
+    version its registry does not have is a usage error (exit 2) with nothing started."""
+    modes_install(modes, lambda text: console.print(escape(text), soft_wrap=True))
+
+
 def announce_start(target: BrokerTarget) -> None:
     """Say how long starting the broker took (it is most of a short run's wall time)."""
     if target.started_in_s is not None:
@@ -83,7 +91,11 @@ def run_pipeline(runner: Runner, stopper: StopOnSignal, bootstrap: str | None,
     results say ``complete: false``); False: a signal interrupts at once (exit 128 +
     signal), for a sweep, whose finished cells are on disk and whose cell in progress runs
     again on ``--resume``. ``own_brokers``: each run starts its own brokers where it runs
-    (a sweep's Spark tasks without --bootstrap-servers), described so; none starts here."""
+    (a sweep's Spark tasks without --bootstrap-servers), described so; none starts here.
+
+    While the brokers start nothing has run yet: a signal then interrupts at once (starting
+    Apache Kafka takes seconds; it used to be honoured only once Kafka was up)."""
+    stopper.stoppable = False
     with elsewhere(own_brokers) if own_brokers is not None else \
             run_targets(bootstrap, shape, endpoints, shared) as (target, on_its_broker), \
             runner.open() as engine_run, warnings.catch_warnings():

@@ -15,7 +15,9 @@ from typing import Any
 
 from cli.broker_cost_opts import broker_endpoints
 from cli.broker_cost_render import broker_cost_notes
+from cli.client_build_opts import apply_client_builds, built_mode_configs
 from cli.client_opts import client_inputs, finish_settings
+from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
 from cli.consume_opts import check_consume
 from cli.consume_render import consumers_tables
 from cli.dashboard import dashboard_warn, finish_dashboard, open_dashboard
@@ -41,7 +43,7 @@ from cli.render import (
     topics_table,
     verify_table,
 )
-from cli.run_pipeline import run_pipeline
+from cli.run_pipeline import install_clients, run_pipeline
 from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
 from cli.spark_opts import Runner, runner_from_flags
 from cli.stopping import StopOnSignal
@@ -59,6 +61,10 @@ from producer_core.results.run_facts import run_document
 from producer_core.workload.workload import Workload
 
 
+def _notice(text: str) -> None:
+    console.print(text, soft_wrap=True, highlight=False, markup=False)
+
+
 def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
     """Refuse --verify where it cannot say the truth, before any broker starts."""
     if not verify:
@@ -71,16 +77,32 @@ def check_verify(verify: bool, runner: Runner, workload: Workload) -> None:
         raise UsageError(reason)
 
 
+def check_faults(shape: dict[str, Any], workload: Any, runs: int = 1) -> None:
+    """--fault that could never apply (no such partition; at or after the end of the
+    ``runs`` runs, each the workload's duration, one after the other): refused before any
+    broker starts."""
+    if shape.get("faults"):
+        from producer_core.brokers.faults.spec import check_against_run, parse_faults
+
+        first = workload.topic_specs()[0]
+        duration = workload.duration_s * runs if workload.messages is None and \
+            workload.duration_s is not None else None
+        check_against_run(parse_faults(shape["faults"]), first.partitions, duration)
+
+
 def conclude(stopper: StopOnSignal, runs: list[dict[str, Any]], allow_failures: bool,
-             written: bool) -> None:
-    """Exit with the code the runs deserve; after a signal, say what was kept."""
+             written: bool, own_broker: bool = True) -> None:
+    """Exit with the code the runs deserve; after a signal, say what was kept (and that
+    the broker was shut down only when kbatch started one: not for --bootstrap-servers)."""
     if stopper.signum is not None:
         acked = sum(run["messages"]["acknowledged"] for run in runs)
         sent = sum(run["messages"]["sent"] for run in runs)
         console.print(
             f"Interrupted by {stopper.name}: stopped producing after {sent:,} messages "
             f"({acked:,} acknowledged){', partial results written' if written else ''} "
-            "(complete: false); the broker was shut down.", soft_wrap=True)
+            "(complete: false)"
+            + ("; the broker was shut down." if own_broker else
+               "; the cluster at --bootstrap-servers was left as it was."), soft_wrap=True)
         sys.exit(stopper.exit_code)
     code, reasons = exit_code(runs, allow_failures)
     for reason in reasons:
@@ -95,6 +117,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             progress: bool, overwrite: bool, verify: bool, allow_failures: bool,
             consume: Any = None, **workload_flags: Any) -> None:
     """The body of `kbatch produce` (its options: cli.produce_cmd)."""
+    mode = apply_client_builds(workload_flags.pop("client_builds", ()), [mode], _notice)[0]
     dashboard_spec = workload_flags.pop("dashboard")
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
@@ -107,11 +130,15 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     settings = other_mode_warnings(
         finish_settings(build_settings(client.assignments, mode=mode), client), mode)
     payload_spec = payload_from_flags(workload_flags)
-    workload = with_payload(workload_from_flags(**workload_flags), payload_spec)
+    loop = closed_loop_from_flags(workload_flags)
+    workload = with_closed_loop(
+        with_payload(workload_from_flags(**workload_flags), payload_spec), loop)
     check_fits(workload, settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
+    check_faults(shape, workload)
     check_run_outputs(json_path, out_dir, overwrite, "run", [mode])
+    install_clients([mode])
     open_dashboard(dashboard_spec, f"kbatch produce — mode {mode}")
     with StopOnSignal() as stopper:
         with run_pipeline(runner, stopper, bootstrap_servers, shape, endpoints, shared=True,
@@ -145,7 +172,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
         for warning in payload.get("warnings", []):
             dashboard_warn(f"{mode}: {warning}")
         finish_dashboard(saved, out_dir)
-    conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None)
+    conclude(stopper, [payload], allow_failures, json_path is not None or out_dir is not None,
+             own_broker=not bootstrap_servers)
 
 
 
@@ -162,7 +190,9 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)
     endpoints = broker_endpoints(workload_flags, bootstrap_servers)
-    modes = parse_modes(modes_text, MODES)
+    given = parse_modes(modes_text, MODES)
+    modes = apply_client_builds(workload_flags.pop("client_builds", ()), given, _notice)
+    mode_configs = built_mode_configs(mode_configs, given, modes)
     check_setting_texts([*overrides, *mode_configs])
     client = client_inputs(command_config, overrides, bootstrap_servers, modes,
                            replication_factor, topic_configs)
@@ -174,12 +204,16 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         for warning in mode_run.settings.warnings:
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}")
     payload = payload_from_flags(workload_flags)
-    workload = with_payload(workload_from_flags(**workload_flags), payload)
+    loop = closed_loop_from_flags(workload_flags)
+    workload = with_closed_loop(with_payload(workload_from_flags(**workload_flags), payload),
+                                loop)
     for mode_run in mode_runs:
         check_fits(workload, mode_run.settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)
+    check_faults(shape, workload, len(mode_runs) * repeat)
     check_run_outputs(json_path, out_dir, overwrite, "comparison", modes)
+    install_clients(modes)
     open_dashboard(dashboard_spec, f"kbatch compare-modes {','.join(modes)}")
     for mode_run in mode_runs:
         for warning in mode_run.settings.warnings:
@@ -236,4 +270,4 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                 dashboard_warn(f"{recorder.results[-1].mode}: {warning}")
         finish_dashboard(saved, out_dir)
     conclude(stopper, document["runs"], allow_failures,
-             json_path is not None or out_dir is not None)
+             json_path is not None or out_dir is not None, own_broker=not bootstrap_servers)

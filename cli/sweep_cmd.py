@@ -11,10 +11,12 @@ from typing import Any
 import click
 
 from cli.broker_cost_opts import broker_metrics_option
+from cli.closed_loop_opts import closed_loop_options
 from cli.consume_opts import consume_options
 from cli.dashboard_opts import dashboard_option
 from cli.errors import friendly_errors
 from cli.lazy_group import guarded_import
+from cli.once import one_value
 from cli.options import lab_options, workload_options
 from producer_core.config import MODES
 from producer_core.distributed.limits import MASTER_FORMS, MAX_WORKERS
@@ -39,6 +41,7 @@ DEFAULT_WINDOWS = "0,1,2,5,10,20,50,100,200,500"
                    "broker.batch.max.partitions=-1,100,333. Repeatable. An axis only "
                    "multiplies the cells of modes its setting applies to.")
 @workload_options
+@closed_loop_options
 @click.option("-X", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Producer setting applied to every cell (see kbatch produce --help).")
 @click.option("--repeats", type=click.IntRange(1, 100), default=1, show_default=True,
@@ -53,7 +56,7 @@ DEFAULT_WINDOWS = "0,1,2,5,10,20,50,100,200,500"
               help="The recommendation's comparison: the best cell of this mode that meets "
                    "the SLO.")
 @click.option("--minimize", type=click.Choice(["requests", "broker-cpu"]),
-              default="requests", show_default=True,
+              default=("requests",), show_default=True, multiple=True, callback=one_value,
               help="What the --slo recommendation minimises among the cells that meet it: "
                    "requests/s, or the broker's CPU seconds per million messages (measured "
                    "on brokers kbatch starts, or with --broker-metrics).")

@@ -9,6 +9,7 @@ finished are on disk, and `--resume` runs the rest (the one cut short among them
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -19,12 +20,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.broker_cost_opts import broker_endpoints
+from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
 from cli.dashboard import finish_dashboard, open_dashboard, sweep_hooks
+from cli.errors import EXIT_RUNTIME
 from cli.options import lab_shape, workload_from_flags
 from cli.output_paths import writable_dir
 from cli.render import console, out
 from cli.results_tables import duration_text, sweep_table
-from cli.run_pipeline import run_pipeline
+from cli.run_pipeline import install_clients, run_pipeline
 from cli.spark_opts import Runner, checked_spark_target
 from cli.stopping import StopOnSignal
 from producer_core.analysis.compare import parse_modes
@@ -148,11 +151,16 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         raise UsageError("--rate and --rates cannot be combined: --rates gives the rates.")
     cells = expand_grid(modes, windows, rates, axes)
     check_cells(cells, common)
-    workload = workload_from_flags(**workload_flags)
+    if rates_text and workload_flags.get("closed_loop") is not None:
+        raise UsageError("--rates and --closed-loop cannot be combined: a closed loop's "
+                         "rate is an outcome, not an input.")
+    loop = closed_loop_from_flags(workload_flags)
+    workload = with_closed_loop(workload_from_flags(**workload_flags), loop)
     grid = {"modes": modes, "windows": windows, "rates": rates,
             "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
     plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode, minimize)
     writable_dir(out_dir, "--out")  # before any cell runs, not after the first one
+    install_clients(modes)
     spark = spark_cells(runner, workers, spark_master, spark_conf, bootstrap_servers, shape)
     open_dashboard(dashboard_spec, f"kbatch sweep {','.join(modes)}")
     own_brokers = ("its own embedded broker per cell"  # every Spark task starts its own
@@ -193,6 +201,8 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     failed = [c["id"] for c in document["sweep"]["cells"] if c["status"] == "failed"]
     if failed:
         console.print(f"[red]{len(failed)} cell(s) failed:[/red] {', '.join(failed)}.")
+    unrun = [c["id"] for c in document["sweep"]["cells"]
+             if c["status"] == "failed" and c["repeats_done"] < repeats]
     recommendation = document["sweep"].get("recommendation")
     if recommendation:
         out.print(f"Recommendation for {slo_text}: {recommendation['text']}", highlight=False)
@@ -202,3 +212,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         console.print(f"Chart written to {frontier_chart(document, out_dir / 'frontier.png')}.")
     console.print(f"Results written to {out_dir / 'results.json'}.")
     finish_dashboard(out_dir / "results.json", out_dir)
+    if unrun:  # a run that raised is a runtime failure, as in produce and compare-modes
+        console.print(f"[red]{len(unrun)} cell(s) could not run (see their reason above): "
+                      f"{', '.join(unrun)}; exit {EXIT_RUNTIME}.[/red]", soft_wrap=True)
+        sys.exit(EXIT_RUNTIME)

@@ -23,8 +23,9 @@ from producer_core.client_properties import (
 from producer_core.errors import ConfigError
 from producer_core.modes import (  # declared there; MODES and COLLECTOR_MODES importable here
     COLLECTOR_MODES,  # noqa: F401 - re-exported
-    MODES,
+    MODES,  # noqa: F401 - re-exported
     PASSTHROUGH_MODES,
+    mode_problem,
     mode_settings,
 )
 from producer_core.modes import mode as mode_spec
@@ -35,6 +36,7 @@ from producer_core.modes.bruce_topics import (  # mode bruce's per-topic setting
 )
 from producer_core.modes.librdkafka import LIBRDKAFKA_RESERVED
 from producer_core.modes.spec import SettingSpec, setting
+from producer_core.modes.versions import base_mode
 from producer_core.security import SECURITY_KEYS, build_security
 from producer_core.settings import ACKS_VALUES, ProducerSettings  # noqa: F401 - re-exported
 from producer_core.workload.partitioners import PARTITIONERS
@@ -180,8 +182,9 @@ def build_settings(
     Unknown keys are refused with the closest known name, so a typo never passes silently;
     names of the Java client or librdkafka are accepted and listed once as not used.
     """
-    if mode not in MODES:
-        raise ConfigError(f"Unknown mode {mode!r}. Allowed modes: {', '.join(MODES)}.")
+    problem = mode_problem(mode)
+    if problem is not None:
+        raise ConfigError(problem)
     spec_of_mode = mode_spec(mode)
     items = assignments.items() if isinstance(assignments, Mapping) else assignments
     values = {name: spec.default for name, spec in SETTINGS.items()}
@@ -250,7 +253,7 @@ def setting_kind(key: str, mode: str) -> str:
         return "producer"
     if key in SECURITY_KEYS:
         return "security"
-    passes = mode in PASSTHROUGH_MODES
+    passes = base_mode(mode) in PASSTHROUGH_MODES
     if passes and key in LIBRDKAFKA_RESERVED:
         return "unknown"
     if passes and librdkafka_producer_property(key):
@@ -269,7 +272,7 @@ def unknown_setting_message(key: str) -> str:
 
 def foreign_warning(mode: str, foreign: Mapping[str, str]) -> str:
     """The run's one line about accepted properties it does not apply itself."""
-    passed = java_producer_passthrough(foreign.items()) if mode == "kafka-java" else {}
+    passed = java_producer_passthrough(foreign.items()) if base_mode(mode) == "kafka-java" else {}
     warning = not_used_warning(mode, set(foreign) - set(passed), passed, "the Java producer")
     assert warning is not None  # `foreign` is never empty: each is passed on or unused
     return warning

@@ -17,6 +17,8 @@ from producer_core.config import ProducerSettings, build_settings
 from producer_core.drivers.engine import Progress, run
 from producer_core.errors import UsageError
 from producer_core.modes import mode as mode_spec
+from producer_core.modes import mode_problem
+from producer_core.modes.versions import base_mode, topic_part
 from producer_core.results.metric_catalog import (
     SUMMARY,
     SUMMARY_METRICS,
@@ -80,12 +82,16 @@ def linger_knob(mode: str) -> str | None:
 
 def parse_modes(text: str, known: Sequence[str]) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in known]
+    unknown = [m for m in modes if m not in known and base_mode(m) not in known]
     if not modes or unknown:
         raise UsageError(
             f"Unknown mode(s) in --modes {text!r}: {', '.join(unknown) or '(none given)'}. "
             f"Allowed modes: {', '.join(known)}."
         )
+    for label in modes:  # a version: only where the mode takes one, well formed
+        problem = mode_problem(label)
+        if problem is not None:
+            raise UsageError(f"--modes {text!r}: {problem}")
     if len(set(modes)) != len(modes):
         raise UsageError(f"--modes {text!r} names a mode twice.")
     return modes
@@ -128,7 +134,7 @@ def run_modes(
         for mode_run in mode_runs:
             if stop is not None and stop.is_set():
                 break
-            suffix = f"-{mode_run.mode}-{round_index + 1}"
+            suffix = f"-{topic_part(mode_run.mode)}-{round_index + 1}"
             progress = on_start(mode_run.mode, round_index) if on_start else None
             results = run_one(workload.with_topic_suffix(suffix),
                               mode_run.settings.with_topic_suffix(suffix),

@@ -461,6 +461,13 @@ class MetricSource:
                         f"missing metric {name!r}: the {mode} run{where} in {self.label} has "
                         f"no field {path!r}" + (" (collector fields exist only in mode broker)"
                                                 if rest[0] == "collector" else "") + ".")
+                if value is None:  # a figure the run could not give: missing, never 0
+                    where = f" (round {run['round']})" if "round" in run else ""
+                    raise MetricError(
+                        f"missing metric {name!r}: the {mode} run{where} in {self.label} "
+                        f"holds null for {path!r} (not measured, or no answer: e.g. a "
+                        "capacity search that sustained no rate); a gate does not read it "
+                        "as 0.")
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     raise MetricError(f"metric {name!r} is not a number in {self.label}: it "
                                       f"is {_describe(value)}.")

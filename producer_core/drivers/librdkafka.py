@@ -75,6 +75,7 @@ from producer_core.drivers.run_types import (
 )
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.modes.librdkafka import create_producer, librdkafka_config, shown_config
+from producer_core.modes.versions import parse_label
 from producer_core.results.intervals import (
     IntervalRecorder,
     Tally,
@@ -222,6 +223,8 @@ class LibrdkafkaRun:
         self.deliveries = deliveries
         self.metrics = RunMetrics()
         self.stop = threading.Event()
+        self._completion = threading.Event() if workload.closed_loop else None
+        """Set by every delivery report in a closed loop: a sender is free (issue 44)."""
         """Set from outside (a signal, a cancelled task): stop early, keep partial results."""
         self.halt = threading.Event()
         """Set from inside on an error no retry cures: stop and raise it."""
@@ -314,6 +317,8 @@ class LibrdkafkaRun:
                 msg: Any) -> None:
         """One delivery report: counts, and the latency from the intended time."""
         now = self.clock()
+        if self._completion is not None:
+            self._completion.set()
         self._last_delivery = now
         if err is not None:
             reason = err.name()
@@ -418,7 +423,9 @@ class LibrdkafkaRun:
                 producer.flush(0)
                 self._collect()
                 end = self.clock()
-            producer.close()
+            close = getattr(producer, "close", None)  # releases before 2.13 have none
+            if close is not None:
+                close()
         if self._fatal is not None:
             raise BrokerError(
                 f"librdkafka could not connect securely to {self.bootstrap} "
@@ -486,8 +493,11 @@ class LibrdkafkaRun:
             if generator.unthrottled or generator.due(clock()) > 0:
                 continue
             next_due = generator.next_due()
-            wait = 0.05 if next_due is None else next_due - clock()
-            sleep(min(max(wait, 0.001), 0.05))
+            wait = min(max(0.05 if next_due is None else next_due - clock(), 0.001), 0.05)
+            if self._completion is None:
+                sleep(wait)
+            elif self._completion.wait(wait):  # a closed loop's sender is free
+                self._completion.clear()
 
     def _drain(self, producer: Any) -> float:
         """Flush (librdkafka then sends at once, ignoring linger.ms, as the engine's flush
@@ -537,13 +547,14 @@ class LibrdkafkaRun:
                 "requests: partitions and bytes per request show only their means, and "
                 "per-topic request counts are unknown (0)."
             )
-        from confluent_kafka import libversion
+        from confluent_kafka import libversion, version
 
         return Results.of_run(
             "librdkafka", self.workload, dict(self.used_settings), self.bootstrap, m,
             start=self.start, end=end, intended=self._intended, warnings=warnings,
             client=Section("librdkafka", {
-                "version": libversion()[0],
+                "version": _version_text(libversion()),
+                "confluent_kafka_version": _version_text(version()),
                 "config": shown_config(self.config),
                 "statistics_interval_ms": STATS_INTERVAL_MS,
                 "produce_requests_by_broker": {
@@ -553,6 +564,12 @@ class LibrdkafkaRun:
                 "rtt_max_ms": round(self._rtt_max, 3),
             }),
         )
+
+
+def _version_text(reported: Any) -> str:
+    """A version confluent-kafka reports, as text: releases answer a (text, int) pair or
+    the text alone."""
+    return str(reported[0] if isinstance(reported, tuple) else reported)
 
 
 def _weighted_median(points: list[tuple[int, float]]) -> float:
@@ -577,8 +594,14 @@ def _check_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings
 
 @run_driver
 async def run_async(call: RunCall) -> Results:
-    """Run one workload through librdkafka; the same call and Results as the engine's."""
+    """Run one workload through librdkafka; the same call and Results as the engine's.
+    ``librdkafka@VERSION`` runs that confluent-kafka release in a child process."""
     _check_message_fits(call.workload.topic_specs(), call.settings)
+    version = parse_label(call.mode).version
+    if version is not None:
+        from producer_core.drivers.librdkafka_versions import run_out_of_process
+
+        return await run_out_of_process(call, version)
     runner = LibrdkafkaRun(call.workload, call.settings, call.bootstrap, call.on_progress,
                            call.deliveries)
     return await run_in_thread(runner, call, abort=lambda: runner.stop.set())

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
+from producer_core.drivers.run_types import INTERRUPTED
 from producer_core.errors import UsageError
 from producer_core.results.metrics import RunMetrics
 from producer_core.workload.workload import TopicSpec, Workload
@@ -44,9 +45,15 @@ def run_warnings(metrics: RunMetrics, workload: Workload, blocked_on: str) -> li
             f"max {lag.max_ms:.1f} ms): the load was lower than asked for, and latencies "
             "include that lag."
         )
-    if metrics.messages_failed:
-        warnings.append(f"{metrics.messages_failed} messages failed (not written): "
-                        f"{dict(metrics.failed_reasons)}.")
+    stopped = metrics.failed_reasons.get(INTERRUPTED, 0)
+    failed = {k: v for k, v in metrics.failed_reasons.items() if k != INTERRUPTED}
+    if metrics.messages_failed - stopped:
+        warnings.append(f"{metrics.messages_failed - stopped} messages failed (not written): "
+                        f"{failed}.")
+    if stopped:
+        warnings.append(f"{stopped} messages were not sent: the run was stopped (a signal) "
+                        "before their turn; they count as failed in the results "
+                        f"(failed_reasons '{INTERRUPTED}'), but nothing went wrong with them.")
     if metrics.messages_unknown:
         warnings.append(f"{metrics.messages_unknown} messages have an unknown outcome (they "
                         f"may have been written): {dict(metrics.unknown_reasons)}.")

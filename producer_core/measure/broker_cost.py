@@ -70,9 +70,23 @@ def value_at(snaps: Sequence[Snapshot], t: float, get: Getter) -> float | None:
     return known[-1][1]
 
 
+def went_backwards(snaps: Sequence[Snapshot], t0: float, t1: float, get: Getter) -> bool:
+    """Whether a cumulative figure fell anywhere around [t0, t1] (the snapshots inside and
+    the one on either side): the process restarted, or one URL reaches several processes.
+    A difference across the fall would be a made-up figure (it used to read as 0)."""
+    known = [(s.t, v) for s in snaps if (v := get(s)) is not None and not math.isnan(v)]
+    lo = max((i for i, (t, _) in enumerate(known) if t <= t0), default=0)
+    hi = min((i for i, (t, _) in enumerate(known) if t >= t1), default=len(known) - 1)
+    values = [v for _, v in known[lo:hi + 1]]
+    return any(b < a for a, b in zip(values, values[1:], strict=False))
+
+
 def delta(snaps: Sequence[Snapshot], t0: float, t1: float, get: Getter) -> float | None:
+    """A cumulative figure's growth over [t0, t1]; None if unknown or if it went backwards."""
     a, b = value_at(snaps, t0, get), value_at(snaps, t1, get)
-    return None if a is None or b is None else max(0.0, b - a)
+    if a is None or b is None or went_backwards(snaps, t0, t1, get):
+        return None
+    return b - a
 
 
 def gauge_at(snaps: Sequence[Snapshot], t: float, get: Getter) -> float | None:
@@ -325,12 +339,32 @@ def section(snaps: Sequence[Snapshot], watched: Watched, run: RunWindow,
                       for what in r.missing}
                      | {f"node {node}: {error}" for s in snaps for node, error in
                         s.errors.items()})
-    document["missing"] = missing
+    document["missing"] = sorted(set(missing) | set(backwards(snaps, watched, first, last)))
     if watched.note:
         document["note"] = watched.note
     # the figures compare-modes, sweep and gate use, by their short names
     document["broker_cpu_s_per_million_msgs"] = document["broker"]["cpu_s_per_million_msgs"]
     return document
+
+
+#: The cumulative figures read from an endpoint, by the name a user knows them by.
+_COUNTERS = {"process_cpu_s": "process_cpu_seconds_total",
+             "produce_requests": "RequestsPerSec,request=Produce",
+             "handler_idle_ns": "RequestHandlerAvgIdlePercent", "messages_in":
+             "MessagesInPerSec", "bytes_in": "BytesInPerSec"}
+BACKWARDS = "went backwards during the run"
+
+
+def backwards(snaps: Sequence[Snapshot], watched: Watched, t0: float, t1: float
+              ) -> list[str]:
+    """``node N: COUNTER went backwards ...`` for each counter that fell in [t0, t1]."""
+    found = [f"node {node}: {name} {BACKWARDS} (a restart, or a URL that reaches more than "
+             "one process); its figures are left out, not shown as 0"
+             for node in watched.endpoints for attr, name in _COUNTERS.items()
+             if went_backwards(snaps, t0, t1, _kafka(node, attr))]
+    found += [f"node {node}: the process's CPU time {BACKWARDS} (a reused pid); left out"
+              for node in watched.broker_pids if went_backwards(snaps, t0, t1, _cpu(node))]
+    return found
 
 
 def _why_no_kafka(watched: Watched, snaps: Sequence[Snapshot]) -> str:

@@ -87,6 +87,23 @@ def consumer_properties(bootstrap: str, security: Mapping[str, str],
     return props
 
 
+def config_problem(user: Mapping[str, str]) -> str | None:
+    """librdkafka's own verdict on the user's --consumer-config (unknown property, bad
+    value), from a consumer built and closed at once, connecting nowhere: before any broker
+    starts, not from consumers that refuse it mid-run and read nothing."""
+    from confluent_kafka import Consumer, KafkaException
+
+    try:
+        Consumer({**DEFAULTS, **user, "group.id": "kbatch-config-check",
+                  "log_level": 0}).close()
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else exc
+        return error.str() if hasattr(error, "str") else str(error)
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
 def consume_main(plan: ConsumerPlan, counts: Any, stop: Any) -> None:
     """A consumer process: read until `stop`, then write what was read to `out_path`."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition

@@ -30,6 +30,7 @@ from producer_core.measure.consumers import (
     consumer_properties,
     spread,
 )
+from producer_core.measure.e2e_notes import fetch_wait_note, isolation_note
 from producer_core.measure.verify import idempotence_enabled, verify_document
 from producer_core.measure.verify_read import end_offsets
 from producer_core.security import redact
@@ -206,7 +207,21 @@ class ConsumingRun:
         section["records_read"] = len(consumed)
         if results.run_start is not None and len(consumed):
             self._latency(workload, results, consumed, section)
+            self._explain(results)
+        isolation = isolation_note(transactional, self._isolation)
+        if isolation:
+            self._problem(section["problems"], isolation)
         results.consumers = section
+
+    def _explain(self, results: Any) -> None:
+        """Name the fetch wait's share when it, not the producer, makes e2e long."""
+        latency = results.metrics.latency
+        if results.e2e is None or not latency.count or not results.e2e.count:
+            return
+        note = fetch_wait_note(latency.percentile_ms(50), results.e2e.percentile_ms(50),
+                               dict(self.options.config))
+        if note:
+            results.warnings.append(note)
 
     def _latency(self, workload: Workload, results: Any, consumed: e2e.Consumed,
                  section: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from producer_core.brokers import BrokerProcesses, BrokerTarget
 from producer_core.measure.broker_cost import (
+    BACKWARDS,
     RunWindow,
     Snapshot,
     Watched,
@@ -60,7 +61,7 @@ def measured(run: Callable[..., Results], target: BrokerTarget,
             now = target.processes() if target.processes is not None else processes
             return tuple(now.other_pids)
 
-        monitor = CostMonitor(pids, urls, others, sample_s)
+        monitor = CostMonitor(pids, urls, others, sample_s, stop=kwargs.get("stop"))
         with monitor:
             results = run(*args, **kwargs)
         returned = time.monotonic()
@@ -71,12 +72,19 @@ def measured(run: Callable[..., Results], target: BrokerTarget,
             {e.node: e.shown for e in urls}, CLIENT_COVERS, monitor.broker_memory,
             monitor.client_memory, note=processes.warning)
         attach(results, monitor.snapshots, watched, returned)
-        for node, error in sorted(monitor.failed.items()):
-            results.warnings.append(f"broker metrics of node {node}: {error}; broker_cost "
-                                    "says what is missing, the run went on.")
+        if monitor.failed:
+            results.warnings.append(unread_warning(monitor.failed))
         return results
 
     return run_measured
+
+
+def unread_warning(failed: dict[str, str]) -> str:
+    """One line naming every endpoint that could not be read, and why (redacted)."""
+    what = "; ".join(f"node {node}: {error}" for node, error in sorted(failed.items()))
+    return (f"broker metrics could not be read from {len(failed)} endpoint"
+            f"{'s' if len(failed) > 1 else ''} ({what}); broker_cost says what is missing, "
+            "the run went on.")
 
 
 def attach(results: Results, snaps: list[Snapshot], watched: Watched,
@@ -93,9 +101,29 @@ def attach(results: Results, snaps: list[Snapshot], watched: Watched,
                           m.bytes_sent)
     results.broker_cost = section(snaps, watched, window, rows, totals, results.requests_sent)
     interval_figures(snaps, watched, window, rows)
+    fell = [m for m in results.broker_cost["missing"] if BACKWARDS in m]
+    if fell:
+        results.warnings.append("broker metrics: " + "; ".join(fell) + ".")
+    more = more_endpoints_than_brokers(results, watched)
+    if more:
+        results.warnings.append(more)
     warning = bottleneck_warning(results)
     if warning:
         results.warnings.append(warning)
+
+
+def more_endpoints_than_brokers(results: Results, watched: Watched) -> str | None:
+    """More --broker-metrics URLs than brokers the run wrote to: if the cluster has fewer
+    brokers than URLs, its figures are summed more than once; said, never silently."""
+    brokers = {b for b, count in results.metrics.requests_by_broker.items() if count}
+    if watched.implementation != "external" or not brokers or \
+            len(watched.endpoints) <= len(brokers):
+        return None
+    return (f"--broker-metrics gave {len(watched.endpoints)} endpoints, but the run's "
+            f"requests went to {len(brokers)} broker{'s' if len(brokers) > 1 else ''}: "
+            "the cluster figures add every endpoint, so if it has fewer brokers than URLs "
+            "(two URLs reaching one broker) they count a broker more than once. Give one URL "
+            "per broker.")
 
 
 def bottleneck_warning(results: Results) -> str | None:

@@ -1,34 +1,53 @@
 """Prometheus endpoints of brokers: ``--broker-metrics URL[,URL...]``, one URL per broker.
 
-A URL may carry a secret (``https://user:pass@host/metrics``, ``?token=...``): the
-secret is used to fetch and never shown. ``shown`` is the URL with the userinfo's
-password and every secret-looking query value replaced by ``[redacted]``; only it goes
-to the screen, logs and results. Errors name the shown URL, never the real one.
+A URL may carry a secret (``https://user:pass@host/metrics``, ``?token=...``,
+``?pa%73s=...``, ``#fragment``): the secret is used to fetch and never shown. ``shown`` is
+the URL with the userinfo's password, every query value of a secret-like name (the name
+percent-decoded first, so no spelling hides it) and the fragment replaced by
+``[redacted]``; only it goes to the screen, logs and results. Errors name the shown URL,
+never the real one. URLs are checked before any broker starts (scheme, host, port, IPv6
+brackets, duplicates); fetching them is ``metrics_fetch``'s job.
 """
 
 from __future__ import annotations
 
-import base64
-import urllib.error
+import re
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 
 from producer_core.errors import UsageError
-from producer_core.measure.prometheus_text import PrometheusParseError, Sample, parse
 from producer_core.security import REDACTED, is_secret
 
-FETCH_TIMEOUT_S = 2.0
-_SECRET_QUERY = ("key", "auth", "sig", "signature", "pass", "pwd")
+#: Query names containing one of these (after percent-decoding, any case) carry secrets.
+_SECRET_QUERY = ("key", "auth", "sig", "pass", "pwd", "session", "sess", "sid", "cookie",
+                 "cred", "jwt", "bearer", "ticket", "code", "nonce", "otp", "private")
+EXAMPLE = ("e.g. --broker-metrics http://broker1:7071/metrics,http://broker2:7071/metrics "
+           "(the JMX exporter's /metrics; an IPv6 address in brackets: http://[::1]:7071/"
+           "metrics)")
 
 
 def _secret_query_key(key: str) -> bool:
-    lowered = key.lower()
+    lowered = urllib.parse.unquote_plus(key).lower()
     return is_secret(lowered) or any(word in lowered for word in _SECRET_QUERY)
 
 
+def _redact_query(query: str) -> str:
+    """Each ``name=value`` (split on ``&`` and ``;``) with a secret-like name's value
+    replaced; a bare item without ``=`` could be a token by itself: replaced too."""
+    items = []
+    for item in query.replace(";", "&").split("&"):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep:
+            items.append(REDACTED)
+        else:
+            items.append(f"{key}={REDACTED if _secret_query_key(key) else value}")
+    return "&".join(items)
+
+
 def redact_url(url: str) -> str:
-    """``url`` without its secrets (userinfo password, token-like query values)."""
+    """``url`` without its secrets (userinfo password, secret-like query values, fragment)."""
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
@@ -38,10 +57,9 @@ def redact_url(url: str) -> str:
         userinfo, _, host = netloc.rpartition("@")
         user = userinfo.split(":", 1)[0]
         netloc = f"{user}:{REDACTED}@{host}" if ":" in userinfo else f"{REDACTED}@{host}"
-    query = "&".join(
-        f"{k}={REDACTED if _secret_query_key(k) else v}" if sep else k
-        for k, sep, v in (item.partition("=") for item in parts.query.split("&") if item))
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    fragment = REDACTED if parts.fragment else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path,
+                                    _redact_query(parts.query), fragment))
 
 
 @dataclass(frozen=True)
@@ -57,51 +75,40 @@ class Endpoint:
         return cls(node, url, redact_url(url))
 
 
-def parse_urls(text: str) -> list[Endpoint]:
-    """``--broker-metrics`` URLs, checked (http or https with a host) before any run."""
-    endpoints = []
-    for index, raw in enumerate((u.strip() for u in text.split(",") if u.strip()), start=1):
+def check_url(raw: str) -> None:
+    """UsageError unless ``raw`` is an http(s) URL with a host and a usable port."""
+    shown = redact_url(raw)
+    netloc = re.split(r"[/?#]", raw.partition("//")[2], maxsplit=1)[0].rpartition("@")[2]
+    if netloc.count(":") > 1 and not netloc.startswith("["):
+        raise UsageError(f"--broker-metrics {shown!r} has an IPv6 address without brackets: "
+                         f"write it as http://[ADDRESS]:PORT/metrics ({EXAMPLE}).")
+    try:
         parts = urllib.parse.urlsplit(raw)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(
-                f"--broker-metrics {redact_url(raw)!r} is not an http(s) URL with a host. "
-                "Give one Prometheus endpoint per broker, e.g. --broker-metrics "
-                "http://broker1:7071/metrics,http://broker2:7071/metrics (the JMX "
-                "exporter's /metrics).")
+        port = parts.port
+    except ValueError as exc:
+        reason = str(exc).replace(raw, shown)
+        raise UsageError(f"--broker-metrics {shown!r} is not a usable URL ({reason}). "
+                         f"Give one Prometheus endpoint per broker, {EXAMPLE}.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--broker-metrics {shown!r} is not an http(s) URL with a host. "
+                         f"Give one Prometheus endpoint per broker, {EXAMPLE}.")
+    if port == 0:
+        raise UsageError(f"--broker-metrics {shown!r} names port 0; a metrics endpoint "
+                         f"listens on a port from 1 to 65535 ({EXAMPLE}).")
+
+
+def parse_urls(text: str) -> list[Endpoint]:
+    """``--broker-metrics`` URLs, checked before any run (see ``check_url``); the same URL
+    twice would count one broker twice: refused."""
+    endpoints: list[Endpoint] = []
+    for index, raw in enumerate((u.strip() for u in text.split(",") if u.strip()), start=1):
+        check_url(raw)
+        if any(e.url == raw for e in endpoints):
+            raise UsageError(f"--broker-metrics names {redact_url(raw)!r} twice: each URL is "
+                             "one broker, and its figures would be counted twice. Give each "
+                             "broker's endpoint once.")
         endpoints.append(Endpoint.of(str(index), raw))
     if not endpoints:
         raise UsageError("--broker-metrics needs at least one URL (comma-separated, one "
                          "per broker).")
     return endpoints
-
-
-class ScrapeError(Exception):
-    """An endpoint did not answer with Prometheus text (the message names the shown URL)."""
-
-
-def scrape(endpoint: Endpoint, timeout_s: float = FETCH_TIMEOUT_S) -> list[Sample]:
-    """Fetch and parse one endpoint; ScrapeError (without the secret) if that fails."""
-    parts = urllib.parse.urlsplit(endpoint.url)
-    url, headers = endpoint.url, {"Accept": "text/plain;version=0.0.4"}
-    if parts.username is not None:  # basic auth from the userinfo, not in the request line
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
-        url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
-        pair = f"{urllib.parse.unquote(parts.username)}:" \
-               f"{urllib.parse.unquote(parts.password or '')}"
-        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-    request = urllib.request.Request(url, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
-            text = response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        raise ScrapeError(f"{endpoint.shown} answered HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ScrapeError(f"{endpoint.shown} is unreachable ({type(reason).__name__}: "
-                          f"{str(reason).replace(endpoint.url, endpoint.shown)})") from None
-    try:
-        return parse(text)
-    except PrometheusParseError as exc:
-        raise ScrapeError(f"{endpoint.shown} did not answer in the Prometheus text format: "
-                          f"{exc}") from None

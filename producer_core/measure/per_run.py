@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from producer_core.brokers import BrokerTarget, validate_broker_choice
-from producer_core.brokers.target import broker_target
+from producer_core.brokers.target import broker_target, check_container_options
 
 Run = Callable[..., Any]
 """The engine's run: ``run(workload, settings, mode, bootstrap, progress, **extra)``."""
@@ -79,6 +79,10 @@ def run_targets(bootstrap: str | None, shape: dict[str, Any], endpoints: Any = (
     if not shared and fresh_per_run(bootstrap, **shape):
         validate_broker_choice(shape.get("broker", "tansu"), bootstrap,
                                shape.get("brokers", 1), shape.get("kafka_home"))
+        # as broker_target would, once per run: refused before the first run, not by each
+        check_container_options(shape.get("broker", "tansu"), bootstrap,
+                                shape.get("brokers", 1), shape.get("kafka_image"),
+                                tuple(shape.get("faults") or ()))
         yield (BrokerTarget("", f"{tansu_shape(**shape)}, started afresh for each run",
                             embedded=True),
                lambda run: on_own_broker(run, shape))

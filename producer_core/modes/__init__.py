@@ -15,7 +15,8 @@ its linger module (numpy, the accumulator) when called: reading the registry, as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from producer_core.modes.adaptive import ADAPTIVE
@@ -30,11 +31,19 @@ from producer_core.modes.librdkafka import LIBRDKAFKA
 from producer_core.modes.partition import NONE, PARTITION
 from producer_core.modes.sarama import SARAMA
 from producer_core.modes.spec import ModeSpec, SettingSpec
+from producer_core.modes.versions import base_mode, parse_label, topic_part
 
 if TYPE_CHECKING:
     from producer_core.core.linger.base import LingerPolicy, QueueView
     from producer_core.settings import ProducerSettings
     from producer_core.workload.workload import TopicSpec
+
+__all__ = [
+    "BY_NAME", "COLLECTOR_MODES", "MODES", "PASSTHROUGH_MODES", "REGISTRY", "ModeSpec",
+    "SettingSpec", "base_mode", "install_clients", "keeps_request_log", "make_policy", "mode",
+    "mode_help", "mode_problem", "mode_settings", "modes_reading", "parse_label",
+    "register_build", "topic_part", "versioned_modes",
+]
 
 REGISTRY: tuple[ModeSpec, ...] = (
     PARTITION,
@@ -68,11 +77,53 @@ def mode_settings(registry: Sequence[ModeSpec] = REGISTRY) -> dict[str, SettingS
 
 
 def mode(name: str) -> ModeSpec:
-    """The registry entry for `name`; ValueError for a name that is not a mode."""
+    """The registry entry for `name`; ValueError for a name that is not a mode.
+
+    A versioned label (``kafka-java@3.9.1``, `versions`) gets its mode's entry under the
+    label's name, so whatever names the run (results, tables) keeps the version."""
+    spec = BY_NAME.get(name)
+    if spec is not None:
+        return spec
+    if "@" not in name:
+        raise ValueError(f"unknown mode {name!r}")
+    problem = mode_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return replace(BY_NAME[base_mode(name)], name=parse_label(name).label)
+
+
+def mode_problem(name: str) -> str | None:
+    """Why `name` is not a mode label (one sentence for the user), or None."""
+    if name in BY_NAME:
+        return None
     try:
-        return BY_NAME[name]
-    except KeyError:
-        raise ValueError(f"unknown mode {name!r}") from None
+        parsed = parse_label(name)
+    except ValueError as exc:
+        return f"Mode {exc}."
+    spec = BY_NAME.get(parsed.base)
+    if spec is None:
+        return f"Unknown mode {name!r}. Allowed modes: {', '.join(MODES)}."
+    if parsed.version is None:
+        return f"Mode {name!r} has an empty name."
+    if spec.versions is None:
+        versioned = ", ".join(s.name for s in REGISTRY if s.versions) or "none"
+        return (f"Mode {parsed.base} takes no @VERSION ({name!r}): it is kbatch's own "
+                f"engine or a pinned client. Modes that take one: {versioned}.")
+    return None
+
+
+def versioned_modes() -> tuple[str, ...]:
+    """The modes that take ``@VERSION``."""
+    return tuple(spec.name for spec in REGISTRY if spec.versions)
+
+
+def install_clients(names: Sequence[str], progress: Callable[[str], None]) -> None:
+    """Fetch and build every client the labels name (each version once, cached per user),
+    before any broker starts: a version its registry lacks fails here, not mid-run."""
+    for name in dict.fromkeys(names):
+        installer = mode(name).load_install()
+        if installer is not None:
+            installer(parse_label(name).version, progress)
 
 
 def modes_reading(setting: str) -> tuple[str, ...]:
@@ -83,13 +134,16 @@ def modes_reading(setting: str) -> tuple[str, ...]:
 def keeps_request_log(name: str) -> bool:
     """Whether a run of mode `name` logs each Produce request (a results file's mode that
     this version does not know is assumed to, as every engine mode does)."""
-    spec = BY_NAME.get(name)
+    spec = BY_NAME.get(base_mode(name))
     return spec is None or spec.request_log
 
 
 def mode_help() -> str:
     """`--mode`'s help text: every mode with its one-line meaning."""
-    return "Mode: " + "; ".join(f"'{spec.name}' = {spec.help}" for spec in REGISTRY) + "."
+    versioned = " or ".join(f"{name}@VERSION" for name in versioned_modes())
+    return ("Mode: " + "; ".join(f"'{spec.name}' = {spec.help}" for spec in REGISTRY) + "."
+            + (f" {versioned} runs that release of the client (fetched once)."
+               if versioned else ""))
 
 
 def make_policy(
@@ -106,3 +160,19 @@ def make_policy(
     limits = RequestLimits(settings.max_request_size, settings.max_partitions_per_request)
     factory: Any = mode(name).load_policy()
     return factory(accumulator, leaders, limits, settings, topics)
+
+
+def register_build(name: str, path: str, progress: Callable[[str], None]) -> str:
+    """``--client-build MODE=PATH``: register your own build of mode `name`'s client and
+    return the label that runs it (``kafka-java@build-<hash>``); ValueError where the mode
+    takes no build."""
+    spec = BY_NAME.get(name)
+    builders = ", ".join(s.name for s in REGISTRY if s.build) or "none"
+    if spec is None or spec.build is None:
+        raise ValueError(f"--client-build {name}={path}: mode {name!r} takes no build of "
+                         f"its own. Modes that do: {builders}.")
+    module, _, function = spec.build.partition(":")
+    import importlib
+
+    version = getattr(importlib.import_module(module), function)(path, progress)
+    return f"{name}@{version}"

@@ -10,4 +10,6 @@ from producer_core.modes.spec import ModeSpec
 KAFKA_JAVA = ModeSpec(
     "kafka-java", "Apache Kafka's Java producer (kafka-clients, needs a JDK) on the same "
     "workload", driver="producer_core.drivers.kafka_java.run:run_async", reads=("linger.ms",),
-    check=check_mode)
+    check=check_mode, versions="a kafka-clients release on Maven Central",
+    install="producer_core.drivers.kafka_java.driver:install",
+    build="producer_core.drivers.kafka_java.driver:register_build")

@@ -153,4 +153,6 @@ LIBRDKAFKA = ModeSpec(
     driver="producer_core.drivers.librdkafka:run_async",
     reads=("linger.ms", "batch.num.messages"), settings=(BATCH_NUM_MESSAGES,),
     request_log=False, passthrough=True, check=check_librdkafka, check_built=check_built,
-    transactions=False)
+    transactions=False, versions="a confluent-kafka release on PyPI (run out of process)",
+    install="producer_core.drivers.librdkafka_versions:install",
+    build="producer_core.drivers.librdkafka_build:register_build")

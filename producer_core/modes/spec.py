@@ -59,7 +59,14 @@ class ModeSpec:
     ``transactional.id``. `buffer_pool`: the engine accounts ``buffer.memory`` as Java's
     BufferPool does (batch.size per batch from its creation until its outcome) instead of
     by queued bytes. `batch_size`: the accumulator's record batch limit for these settings
-    (None: ``batch.size``)."""
+    (None: ``batch.size``). `versions`: where ``MODE@VERSION`` takes its client from (a
+    phrase for messages, e.g. "a kafka-clients release on Maven Central"; None: the mode
+    takes no version, see `producer_core.modes.versions`). `install`: "module:function"
+    ``(version, progress) -> None`` that fetches and builds that client once into the
+    per-user cache, called before any broker starts so a missing version fails first.
+    `build`: "module:function" ``(path, progress) -> version`` that registers your own
+    build of the client (``--client-build MODE=PATH``) as one more version, named by its
+    content hash."""
 
     name: str
     help: str
@@ -78,6 +85,9 @@ class ModeSpec:
     transactions: bool = True
     buffer_pool: bool = False
     batch_size: Callable[[Any], int] | None = None
+    versions: str | None = None
+    install: str | None = None
+    build: str | None = None
 
     def __post_init__(self) -> None:
         if (self.policy is None) == (self.driver is None):
@@ -95,6 +105,15 @@ class ModeSpec:
             return None
         module, _, name = self.driver.partition(":")
         return getattr(importlib.import_module(module), name)
+
+    def load_install(self) -> Callable[[str | None, Callable[[str], None]], None] | None:
+        """The client's installer (see `install`), imported on first use, or None."""
+        if self.install is None:
+            return None
+        module, _, name = self.install.partition(":")
+        installer: Callable[[str | None, Callable[[str], None]], None] = getattr(
+            importlib.import_module(module), name)
+        return installer
 
     def load_check(self) -> Check | None:
         """The mode's settings check (see `check`), or None."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+from typing import Any
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -269,6 +270,11 @@ class LatencyHistogram:
         """Rebuild a histogram from ``encode()`` output (or any hdrh/HdrHistogram blob)."""
         return cls(HdrHistogram.decode(text))
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickled as its encoded form (hdrh's ctypes counters do not pickle), so Results
+        cross a process boundary whole (``librdkafka@VERSION`` runs in a child)."""
+        return (_decoded, (self.encode(),))
+
     def to_hgrm(self, scale_to_ms: bool = True) -> str:
         """Percentile distribution text (.hgrm) as HdrHistogram's plotter reads it.
 
@@ -296,3 +302,8 @@ class LatencyHistogram:
     def __repr__(self) -> str:
         """Compact description for logs and debugging."""
         return f"LatencyHistogram(count={self.count}, max_ms={self.max_ms:.3f})"
+
+
+def _decoded(text: str) -> LatencyHistogram:
+    """`LatencyHistogram.__reduce__`'s rebuilder (a module function pickles by name)."""
+    return LatencyHistogram.decode(text)

@@ -189,6 +189,11 @@ class IntervalRecorder:
         self._run: _Series | None = None
         self._topics: dict[str, _Series] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its live hooks (a finished run's rows are all it carries), so
+        Results cross a process boundary (``librdkafka@VERSION`` runs in a child)."""
+        return {**self.__dict__, "_live": None, "on_interval": None}
+
     @classmethod
     def for_callback(cls, on_progress: Any, expected_s: float | None = None
                      ) -> IntervalRecorder:

@@ -333,7 +333,7 @@ class Results:
         per_partition, per_bytes = _distribution(partitions), _distribution(sizes)
         if m.client_counts is not None:
             per_partition, per_bytes = _client_distributions(m.client_counts, m.bytes_sent)
-        target = self.workload.get("rate")
+        target = None if self.workload.get("closed_loop") else self.workload.get("rate")
         return {
             "schema_version": SCHEMA_VERSION,
             "kind": "run",

@@ -15,6 +15,7 @@ import struct
 
 import numpy as np
 
+from producer_core.workload.closed_loop import ClosedLoopSchedule
 from producer_core.workload.partitioners.partitioner import key_table
 from producer_core.workload.payload import RUN, cached_records, offsets, random_buffer, run_slices
 from producer_core.workload.schedule import (
@@ -69,7 +70,7 @@ def make_schedule(spec: TopicSpec, horizon: float | None, seed: int) -> Schedule
     raise ValueError(f"unknown rate profile {rate.kind!r}")
 
 
-def scheduled_total(schedule: Schedule) -> int | None:
+def scheduled_total(schedule: Schedule | ClosedLoopSchedule) -> int | None:
     """Messages a schedule intends before its horizon, if that is known in advance."""
     if isinstance(schedule, PiecewiseSchedule) and math.isfinite(schedule.horizon):
         return schedule.due_count(schedule.horizon)
@@ -82,8 +83,8 @@ def run_target_rate(workload: Workload) -> float | None:
     schedule look short). None when a topic is unthrottled; the long-run rate without a
     duration (a --messages run)."""
     specs = workload.topic_specs()
-    if any(spec.rate.kind == "max" for spec in specs):
-        return None
+    if workload.closed_loop is not None or any(spec.rate.kind == "max" for spec in specs):
+        return None  # a closed loop's rate is what it achieves
     horizon = workload.duration_s
     if horizon is None:
         return workload.target_rate

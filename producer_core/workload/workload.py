@@ -15,6 +15,9 @@ from producer_core import bounds
 from producer_core.errors import UsageError
 from producer_core.workload.payload import PayloadSpec, file_value_sizes
 
+MAX_CLOSED_LOOP_SENDERS = 10_000
+"""More synchronous senders than this is an open loop in all but name."""
+
 ID_BYTES = 8
 """Each value starts with the message id (8 bytes, big-endian) so a reader can check it."""
 
@@ -133,9 +136,15 @@ class Workload:
     """Wall-clock instant (epoch seconds) the schedule starts at, so shares line up."""
     payload: PayloadSpec = field(default_factory=PayloadSpec)
     """What values are made of (every topic; see `producer_core.workload.payload`)."""
+    closed_loop: int | None = None
+    """N synchronous senders, each sending when its previous message completed (see
+    `producer_core.workload.closed_loop`); None: the open-loop rate schedule."""
+    think_time_s: float = 0.0
+    """A closed loop's pause between an acknowledgement and the sender's next send."""
 
     def __post_init__(self) -> None:
         problems: list[str] = []
+        self._check_closed_loop(problems)
         if self.topics:
             self._check_topics(problems)
             self._check_run_wide(problems)
@@ -159,6 +168,21 @@ class Workload:
         self._check_run_wide(problems)
         if problems:
             raise UsageError("Invalid workload: " + "; ".join(problems) + ".")
+
+    def _check_closed_loop(self, problems: list[str]) -> None:
+        if self.closed_loop is None:
+            if self.think_time_s:
+                problems.append("--think-time-ms applies to --closed-loop only")
+            return
+        if not 1 <= self.closed_loop <= MAX_CLOSED_LOOP_SENDERS:
+            problems.append(f"--closed-loop must be 1 to {MAX_CLOSED_LOOP_SENDERS:,} senders "
+                            f"(got {self.closed_loop})")
+        if not 0 <= self.think_time_s <= bounds.MAX_DURATION_S:
+            problems.append(f"--think-time-ms must be 0 to {bounds.MAX_DURATION_S * 1000:,.0f} "
+                            f"(got {self.think_time_s * 1000:g})")
+        if len(self.topics) > 1:
+            problems.append("--closed-loop drives one topic; this workload has "
+                            f"{len(self.topics)}")
 
     def _check_topics(self, problems: list[str]) -> None:
         if len(self.topics) > bounds.MAX_TOPICS:
@@ -230,15 +254,21 @@ class Workload:
         messages = None
         if self.messages is not None:
             messages = self.messages // count + (1 if index < self.messages % count else 0)
+        senders = self.closed_loop
+        if senders is not None:  # the senders split as the messages are
+            senders = max(1, senders // count + (1 if index < senders % count else 0))
         return replace(
             self, topics=topics, messages=messages, seed=self.seed * 1000 + index,
             rate=None if self.rate is None else self.rate / count,
-            share_index=index, share_count=count, start_at=start_at,
+            share_index=index, share_count=count, start_at=start_at, closed_loop=senders,
         )
 
     @property
     def target_rate(self) -> float | None:
-        """Sum of the topics' long-run rates (None if any is unthrottled)."""
+        """Sum of the topics' long-run rates (None if any is unthrottled, or in a closed
+        loop, where the rate is an outcome)."""
+        if self.closed_loop is not None:
+            return None
         rates = [t.rate.mean_rate for t in self.topic_specs()]
         return None if any(r is None for r in rates) else float(
             sum(r for r in rates if r is not None))
@@ -246,7 +276,7 @@ class Workload:
     @property
     def total_messages(self) -> int | None:
         """How many messages the run sends, if known in advance."""
-        if self.topics:
+        if self.topics or self.closed_loop is not None:
             return self.messages
         if self.messages is not None:
             if self.rate is not None and self.duration_s is not None:

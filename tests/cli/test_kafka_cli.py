@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(skip_kafka_reason() is not None,
                                 reason=skip_kafka_reason() or "")
 
 
-def _jvms(pid: int) -> list[int]:
+def jvms_of(pid: int) -> list[int]:
     return [p for p in child_pids(pid)
             if "kafka.Kafka" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
 
@@ -55,7 +55,7 @@ def test_lab_up_kafka_with_a_round_trip_then_down(tmp_path):
         assert up.stdout is not None
         bootstrap = up.stdout.readline().strip()
         assert bootstrap, up.stderr.read() if up.stderr else ""
-        jvms = _jvms(up.pid)
+        jvms = jvms_of(up.pid)
         assert len(jvms) == 1
         status = subprocess.run([*KBATCH, "lab", "status"], capture_output=True, text=True,
                                 cwd=ROOT, env=env, timeout=30)
@@ -85,7 +85,7 @@ def test_lab_up_kafka_with_a_round_trip_then_down(tmp_path):
     assert not list(Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}{up.pid}-*"))
 
 
-def _kbatch(env: dict[str, str], *args: str, timeout: float = 180):
+def kbatch_with_env(env: dict[str, str], *args: str, timeout: float = 180):
     return subprocess.run([*KBATCH, *args], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=timeout)
 
@@ -105,31 +105,32 @@ def test_a_kafka_lab_keeps_serving_when_a_node_dies_and_restarts_it(tmp_path):
 
         def produce(topic: str) -> dict:
             out = tmp_path / f"{topic}.json"
-            run = _kbatch(env, "produce", "--bootstrap-servers", bootstrap, "--topic", topic,
-                          "--partitions", "3", "--replication-factor", "3", "--messages",
-                          "600", "--rate", "1000", "--json", str(out), "--no-progress")
+            run = kbatch_with_env(env, "produce", "--bootstrap-servers", bootstrap, "--topic",
+                                  topic, "--partitions", "3", "--replication-factor", "3",
+                                  "--messages", "600", "--rate", "1000", "--json", str(out),
+                                  "--no-progress")
             assert run.returncode == 0, run.stderr
             return json.loads(out.read_text())
 
         assert produce("before")["messages"]["acknowledged"] == 600
         state = json.loads(Path(env["KBATCH_LAB_STATE"]).read_text())
         node2 = next(n for n in state["nodes"] if n["node_id"] == 2)
-        assert node2["pid"] in _jvms(up.pid)
+        assert node2["pid"] in jvms_of(up.pid)
         os.kill(node2["pid"], 9)
         deadline = time.monotonic() + 30
         while True:
-            status = _kbatch(env, "lab", "status", timeout=30)
+            status = kbatch_with_env(env, "lab", "status", timeout=30)
             if "DOWN" in status.stderr or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         assert status.returncode == 0 and "DOWN" in status.stderr.split("node 2:")[1]
         assert up.poll() is None, "the lab stopped when one node died"
-        restart = _kbatch(env, "lab", "restart", "2", "--timeout", "150", timeout=200)
+        restart = kbatch_with_env(env, "lab", "restart", "2", "--timeout", "150", timeout=200)
         assert restart.returncode == 0 and "running again" in restart.stderr, restart.stderr
-        status = _kbatch(env, "lab", "status", timeout=30)
+        status = kbatch_with_env(env, "lab", "status", timeout=30)
         assert "DOWN" not in status.stderr and status.stderr.count("running (") == 3
         assert produce("after")["messages"]["acknowledged"] == 600
-        down = _kbatch(env, "lab", "down", timeout=90)
+        down = kbatch_with_env(env, "lab", "down", timeout=90)
         assert down.returncode == 0, down.stderr
         _, stderr = up.communicate(timeout=90)
     finally:

@@ -188,10 +188,8 @@ def test_the_java_emulation_makes_the_java_producers_decisions(tansu_broker):
     report = replay(trace, "java", runs["java"], workload.topic_specs())
     assert report.compared >= results.requests_sent - report.retried > 0
     assert report.share_identical >= 0.99, "\n".join(report.lines())
-    # no request came before mode java's ready time, and some came within a millisecond
-    # of it: a looser rule would leave a whole millisecond between the two every time
-    delay = report.delay_percentiles()
-    assert delay is not None and 0.0 <= delay["p1_ms"] < 1.0, "\n".join(report.lines())
+    # (how soon after mode java's ready time the client sent depends on this machine's
+    # speed: tests/unit/test_trace_replay.py checks it on a recorded trace instead)
 
 
 def test_a_cancelled_run_leaves_no_java_process(tansu_broker):

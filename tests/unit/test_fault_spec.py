@@ -170,3 +170,35 @@ def test_interval_lines_name_the_faults_active_in_their_own_interval(monkeypatch
     assert fault_note({"start_s": 5.0, "end_s": 6.0}) == "  FAULT: isolate node 2"
     monkeypatch.setattr(runner_module, "_CURRENT", None)
     assert fault_note({"start_s": 5.0, "end_s": 6.0}) == ""
+
+
+def test_a_fault_whose_time_never_came_is_said_on_screen():
+    """Issue 49: it was in the results only; the user saw nothing."""
+    said: list[str] = []
+    runner = FaultRunner(parse_faults(["at=100s kill=node:1"]), FakeNodes(), clock=Clock(),
+                         log=said.append)
+    runner.start()
+    runner.close()
+    assert said == ["fault: at=100s kill=node:1 was never applied: the runs ended before "
+                    "100 s"]
+
+
+@pytest.mark.parametrize("text, partitions, duration, says", [
+    ("kill=leader:4", 4, 10.0, "there is no partition 4"),
+    ("kill=leader:1", 1, 10.0, "has partition 0, so there is no partition 1"),
+    ("at=10s kill=node:1", 4, 10.0, "at=10s is not before the runs end"),
+    ("at=1m pause=node:2", 4, 30.0, "at=60s is not before the runs end"),
+])
+def test_a_fault_that_could_never_apply_to_the_run_is_refused(text, partitions, duration,
+                                                              says):
+    from producer_core.brokers.faults.spec import check_against_run
+
+    with pytest.raises(UsageError, match=says):
+        check_against_run([parse_fault(text)], partitions, duration)
+
+
+def test_faults_that_apply_and_runs_ended_by_count_pass():
+    from producer_core.brokers.faults.spec import check_against_run
+
+    check_against_run(parse_faults(["kill=leader:3 at=9s"]), 4, 10.0)
+    check_against_run(parse_faults(["kill=node:1 at=99s"]), 4, None)  # --messages

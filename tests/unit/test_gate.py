@@ -188,3 +188,36 @@ def test_an_error_outranks_a_failure(comparison):
 ])
 def test_format_number(value, text):
     assert format_number(value) == text
+
+
+def test_a_null_metric_is_missing_not_zero():
+    """A capacity search that sustained no rate stamps null; a gate must not pass on it as
+    0 (issue 49): the documented exit 2 for a missing metric."""
+    from producer_core.analysis.gate import MetricSource, evaluate, exit_code, parse_gates
+    from producer_core.results.results_io import RunRecorder
+    from producer_core.results.run_facts import run_document
+    from tests.results_fakes import fake_results
+
+    run = run_document(RunRecorder(lambda: fake_results("partition"))(),
+                       max_sustainable_msgs_per_s=None)
+    gates = parse_gates('[[rule]]\ncheck = "partition.max_sustainable_msgs_per_s <= 1000"\n')
+    verdicts = evaluate(gates, MetricSource([run]))
+    assert exit_code(verdicts) == 2
+    assert "missing metric" in verdicts[0].error and "holds null" in verdicts[0].error
+
+
+def test_a_capacity_search_without_an_answer_gates_as_missing():
+    """`kbatch capacity` stamped a search without a sustained rate as 0.0 into every probe
+    run, so `MODE.max_sustainable_msgs_per_s <= X` passed (issue 49); it stamps null."""
+    from cli.capacity_steps import capacity_document
+    from producer_core.analysis.capacity import Capacity, Criteria, SearchPlan
+    from producer_core.analysis.gate import MetricSource, evaluate, exit_code, parse_gates
+    from producer_core.results.run_facts import RunFacts
+    from tests.results_fakes import fake_results
+
+    document = capacity_document(
+        {"partition": Capacity(None, (None, 100.0))}, Criteria("p99_ms", 5.0),
+        SearchPlan(), [(1, fake_results("partition"))], RunFacts("tansu", True))
+    assert document["runs"][0]["max_sustainable_msgs_per_s"] is None
+    gates = parse_gates('[[rule]]\ncheck = "partition.max_sustainable_msgs_per_s <= 1000"\n')
+    assert exit_code(evaluate(gates, MetricSource.from_documents([document]))) == 2

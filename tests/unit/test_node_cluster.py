@@ -103,7 +103,7 @@ def test_restart_stops_the_node_then_brings_it_up_and_waits(monkeypatch):
     cluster = StandIn()
     cluster.ports = {1: 1}
     waited: list[list[int]] = []
-    monkeypatch.setattr(cluster, "_wait_ready", lambda ids, deadline: waited.append(ids))
+    monkeypatch.setattr(cluster, "_wait_ready", lambda ids, deadline, **_: waited.append(ids))
     cluster.restart_node(1)
     assert cluster.calls == ["stop 1", "bring up 1"] and waited == [[1]]
 

@@ -39,6 +39,7 @@ CLI_EXTENSION_POINTS: dict[str, str] = {
     "producer_core.brokers.docker_image": "kbatch image",
     "producer_core.brokers.docker_target": "kbatch lab up --broker docker",
     "producer_core.brokers.faults.runner": "--fault: what the faults did, for the results",
+    "producer_core.brokers.faults.spec": "--fault: refused up front when it cannot apply",
     "producer_core.brokers.kafka": "kbatch lab up --broker kafka",
     "producer_core.brokers.kafka_dist": "--kafka-home and the Kafka distribution",
     "producer_core.brokers.kafka_security": "kbatch lab up --security",
@@ -50,6 +51,7 @@ CLI_EXTENSION_POINTS: dict[str, str] = {
     "producer_core.brokers.lab.state": "kbatch lab status, down, restart: the state file",
     # measuring around a run: read-back, consumers, the brokers' cost
     "producer_core.measure.consuming_run": "--consumers: end-to-end latency",
+    "producer_core.measure.consumers": "--consumer-config: checked by the client up front",
     "producer_core.measure.metrics_endpoint": "--broker-metrics: the brokers' cost",
     "producer_core.measure.per_run": "a run on its own broker (--fresh-broker)",
     "producer_core.measure.verify_read": "--verify: reading the topic back",

@@ -260,3 +260,6 @@ def test_the_java_emulation_makes_the_real_java_producers_decisions() -> None:
     assert report.share_identical >= 0.99, "\n".join(report.lines())
     delay = report.delay_percentiles()
     assert delay is not None and 0.0 <= delay["p1_ms"] < 1.0
+    # a rule one millisecond looser makes the same requests, each a millisecond too early
+    looser = replay(trace, "java", java_settings(4), workload.topic_specs()).delay_percentiles()
+    assert looser is not None and looser["p1_ms"] >= 1.0

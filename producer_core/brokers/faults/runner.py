@@ -214,6 +214,8 @@ class FaultRunner:
                 end_name = OPERATIONS[record.spec.action][1]
                 if record.began_s is None and record.error is None:
                     record.error = "not begun: the run ended before its time came"
+                    self._log(f"fault: {record.spec.text} was never applied: the runs "
+                              f"ended before {record.spec.at_s:g} s")
                 if record._active and end_name is not None and record.node is not None:
                     try:
                         getattr(self.nodes, end_name)(record.node)

@@ -134,5 +134,23 @@ def check_supported(faults: list[FaultSpec], broker: str, bootstrap: str | None,
                              f"cluster has node{'s 1-' if nodes > 1 else ' '}{nodes}.")
 
 
+def check_against_run(faults: list[FaultSpec], partitions: int,
+                      duration_s: float | None) -> None:
+    """Refuse, before any broker starts, a fault that could never apply: ``leader:P`` of a
+    partition the run's topic does not have, or an ``at=`` at or after the end of the runs
+    (``duration_s`` after the first starts; None when they end by message count)."""
+    for fault in faults:
+        if fault.target == "leader" and fault.index >= partitions:
+            raise UsageError(
+                f"--fault '{fault.text}': the run's topic has partition"
+                f"{'s 0-' if partitions > 1 else ' '}{partitions - 1}, so there is no "
+                f"partition {fault.index} to find the leader of.")
+        if duration_s is not None and fault.at_s >= duration_s:
+            raise UsageError(
+                f"--fault '{fault.text}': at={fault.at_s:g}s is not before the runs end "
+                f"({duration_s:g} s after the first one starts, by --duration), so it "
+                "would never apply. Give an at= inside the run.")
+
+
 def _bad(spec: str, why: str) -> UsageError:
     return UsageError(f"--fault {spec!r}: {why}. Example: {EXAMPLE}.")

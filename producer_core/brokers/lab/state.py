@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import secrets
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +53,10 @@ def state_path() -> Path:
     return Path(tempfile.gettempdir()) / f"kbatch-lab-{os.getuid()}" / "lab.json"
 
 
-def _remove_hint(path: Path) -> str:
+def _remove_hint(path: Path, directory: bool = False) -> str:
+    if directory:
+        return (f"Point {STATE_ENV_VAR} at a file name (e.g. {path / 'lab.json'}), or "
+                f"remove the directory if it is not yours to keep.")
     return (f"If no `kbatch lab up` of yours is running, remove it with `rm -f {path}`; "
             "otherwise stop that lab with Ctrl-C in its terminal first.")
 
@@ -78,11 +84,20 @@ def ensure_private_dir(directory: Path) -> None:
 def write_state(document: dict[str, Any], path: Path | None = None) -> Path:
     path = path or state_path()
     ensure_private_dir(path.parent)
+    if path.is_dir() and not path.is_symlink():
+        raise LabStateError(f"The lab state file {path} is a directory. "
+                            f"{_remove_hint(path, directory=True)}")
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(document, f, indent=2)
-    tmp.replace(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(document, f, indent=2)
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise LabStateError(f"The lab state file {path} cannot be written: "
+                            f"{exc.strerror or exc}. {_remove_hint(path)}") from None
     return path
 
 
@@ -99,11 +114,13 @@ def read_state(path: Path | None = None) -> dict[str, Any] | None:
     except OSError as exc:
         raise LabStateError(f"The lab state file {path} cannot be read: "
                             f"{exc.strerror or exc}. {_remove_hint(path)}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # checked on the descriptor: fdopen refuses a dir
+        os.close(fd)
+        raise LabStateError(f"The lab state file {path} is not a regular file"
+                            f"{' but a directory' if stat.S_ISDIR(info.st_mode) else ''}. "
+                            f"{_remove_hint(path, stat.S_ISDIR(info.st_mode))}")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise LabStateError(f"The lab state file {path} is not a regular file. "
-                                f"{_remove_hint(path)}")
         if info.st_uid != os.getuid() or info.st_mode & 0o077:
             raise LabStateError(
                 f"The lab state file {path} was not written by kbatch for you (owner uid "
@@ -253,34 +270,60 @@ def restart_request_path(path: Path | None = None) -> Path:
     return path.with_name(path.stem + "-restart.json")
 
 
-def request_restart(node_id: int, path: Path | None = None) -> None:
-    """Ask the running `lab up` to start node ``node_id`` again (it polls for this file)."""
+@dataclass(frozen=True)
+class RestartRequest:
+    """What a `kbatch lab restart` asked of the running lab: which node, how long the node
+    may take to serve again (its --timeout), and the request's own id, so the answer the
+    lab writes back is known to be this request's and not an older one's."""
+
+    node_id: int
+    timeout_s: float | None = None
+    request: str = ""
+
+
+def request_restart(node_id: int, timeout_s: float | None = None,
+                    path: Path | None = None) -> str:
+    """Ask the running `lab up` to start node ``node_id`` again (it polls for this file);
+    returns the request's id, which the lab writes back beside the node's outcome."""
+    request = secrets.token_hex(8)
     target = restart_request_path(path)
     ensure_private_dir(target.parent)
     tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
-        json.dump({"node_id": node_id}, f)
+        json.dump({"node_id": node_id, "timeout_s": timeout_s, "request": request}, f)
     tmp.replace(target)
+    return request
 
 
-def take_restart_request(path: Path | None = None) -> int | None:
-    """The node id a `lab restart` asked for (the request is consumed), or None."""
+def take_restart_request(path: Path | None = None) -> RestartRequest | None:
+    """The restart a `lab restart` asked for (the request is consumed), or None."""
     target = restart_request_path(path)
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            data = f.read(4096) if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() \
-                else b""
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(4096)
+        else:
+            os.close(fd)
+            data = b""
     finally:
         with contextlib.suppress(OSError):
             target.unlink()
     try:
-        node_id = json.loads(data.decode("utf-8"))["node_id"]
+        fields = json.loads(data.decode("utf-8"))
+        node_id = fields["node_id"]
     except (ValueError, TypeError, KeyError):
         return None
-    return node_id if _is_count(node_id) else None
+    if not _is_count(node_id):
+        return None
+    timeout = fields.get("timeout_s")
+    timeout_s = float(timeout) if isinstance(timeout, int | float) and not isinstance(
+        timeout, bool) and math.isfinite(timeout) and 0 < timeout <= 3600 else None
+    request = fields.get("request")
+    return RestartRequest(node_id, timeout_s,
+                          request if isinstance(request, str) and len(request) <= 64 else "")

@@ -4,6 +4,8 @@ kbatch -> driver, on the driver's stdin, big-endian (Java's DataInputStream):
   header   int32 length, then UTF-8 text in java.util.Properties form: ``kbatch.protocol``,
            ``kbatch.topics`` (names, comma-separated, index order), ``kbatch.deliveries``
            (true: report every acknowledged record), ``kbatch.progress.ms``,
+           ``kbatch.completions`` (true: a flushed ``done`` line per completed message, which
+           a closed loop's senders wait for),
            ``kbatch.intercept`` (default true; false leaves the Sender's KafkaClient
            unwrapped, for diagnosis: requests are then not counted), ``kbatch.trace``
            (default false; true adds the trace lines below); every other key is a
@@ -18,13 +20,14 @@ kbatch -> driver, on the driver's stdin, big-endian (Java's DataInputStream):
            input without 'E' means the run was stopped: the driver drops what is unsent
            and exits 3.
 driver -> kbatch, on stdout: one JSON object per line, ``type`` one of hello (first,
-with ``protocol`` and ``client_version``), pong, progress, request (one per Produce
-request), delivery, config_error, result (last; histograms as base64 HdrHistogram V2).
+with ``protocol`` and ``client_version``), client_config (the producer's effective
+ProducerConfig values, defaults included), pong, progress, request (one per Produce
+request), delivery, done, config_error, result (last; histograms as base64 HdrHistogram V2).
 With ``kbatch.trace=true`` (`producer_core.results.client_trace`): clock (where the
 producer's millisecond clock ticks on nanoTime), drain_order (each node's partitions in
-the order the Sender's drain walks them), appends (each send()'s start and length,
-in chunks, in message order), node_busy (node, pass: the Sender could not send to a ready
-node in that pass), request lines gain corr, created_ms, ready_ns, pass and
+the order the Sender's drain walks them), appends (each send()'s start, length and wait
+for buffer.memory, in chunks, in message order), node_busy (node, pass: the Sender could
+not send to a ready node in that pass), request lines gain corr, created_ms, ready_ns, pass and
 parts ([topic index, partition, records, retry] each), response (corr, ns) and flush (ns).
 """
 

@@ -33,8 +33,8 @@ from producer_core.client_properties import java_producer_passthrough
 from producer_core.config import ProducerSettings
 from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.generator import ClientBatching, Generator
-from producer_core.drivers.kafka_java import protocol
-from producer_core.drivers.kafka_java.driver import Driver, prepare
+from producer_core.drivers.kafka_java import cluster_check, protocol
+from producer_core.drivers.kafka_java.driver import Driver, build_source, prepare
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
 from producer_core.drivers.run_types import (
     PROGRESS_INTERVAL_S,
@@ -46,7 +46,8 @@ from producer_core.drivers.run_types import (
     run_driver,
 )
 from producer_core.errors import BrokerError, ConfigError
-from producer_core.modes.kafka_java_settings import java_properties
+from producer_core.modes.kafka_java_settings import JAVA_NAMES, java_properties
+from producer_core.modes.versions import parse_label
 from producer_core.results.client_trace import ClientTrace
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metrics import (
@@ -113,7 +114,10 @@ class KafkaJavaRun:
 
     def __init__(self, workload: Workload, settings: ProducerSettings, bootstrap: str,
                  driver: Driver, on_progress: Callable[[Progress], None] | None = None,
-                 deliveries: list[Delivery] | None = None, trace: bool = False) -> None:
+                 deliveries: list[Delivery] | None = None, mode: str = "kafka-java",
+                 trace: bool = False) -> None:
+        self.mode = mode
+        self.version = parse_label(mode).version
         self.workload = workload
         self.settings = settings
         self.bootstrap = bootstrap
@@ -135,7 +139,17 @@ class KafkaJavaRun:
             self.targets.extend((spec.name, p) for p in range(spec.partitions))
             self.topic_index.extend([index] * spec.partitions)
             self.metrics.topics.setdefault(spec.name, TopicMetrics())
-        self.properties = {**java_properties(dict(settings.values)),
+        # a release asked for by name runs at its own defaults (as its users get it): only
+        # what was set explicitly goes to it; the pinned client gets every kbatch value,
+        # so it runs with exactly the emulation's (mode java) settings
+        values = dict(settings.values) if self.version is None else {
+            k: v for k, v in settings.values.items() if k in settings.explicit}
+        self.client_config: dict[str, Any] = {}
+        self.broker_warnings: list[str] = []
+        self._completed = 0
+        """Messages the driver reported complete ("done": a closed loop's senders wait)."""
+        self._completion = threading.Event()
+        self.properties = {**java_properties(values),
                            **java_producer_passthrough(settings.foreign_properties),
                            **settings.security.java_properties(),
                            "bootstrap.servers": bootstrap}
@@ -158,6 +172,30 @@ class KafkaJavaRun:
         self._stderr: IO[bytes] | None = None
         self._intended: int | None = None
         self._last_progress = 0.0
+
+    def adapt_to_broker(self) -> None:
+        """Before the run: a release that sends ApiVersions v5 (KIP-1242) against a broker
+        that closes the connection on it (`cluster_check`) gets the check off, with a
+        warning, or, where the user turned it on, a clear error instead of a timeout."""
+        if not cluster_check.sends_v5(self.driver.jar):
+            return
+        protocol_name = str(self.properties.get("security.protocol", "PLAINTEXT")).upper()
+        if protocol_name != "PLAINTEXT":
+            return  # the probe speaks plaintext only
+        if cluster_check.probe(self.bootstrap) is not False:
+            return
+        given = self.properties.get(cluster_check.PROPERTY)  # -X passes it on
+        if given is not None and given.strip().lower() == "true":
+            raise BrokerError(
+                f"kafka-clients {self.version or 'pinned'} with "
+                f"{cluster_check.PROPERTY}=true cannot produce to this broker: it closes "
+                "the connection on the client's ApiVersions v5 request (KIP-1242) instead "
+                "of answering UNSUPPORTED_VERSION, so the client would reconnect until "
+                "every message timed out. Leave the property out (kbatch then turns the "
+                "check off) or use --broker kafka.")
+        if given is None:
+            self.properties[cluster_check.PROPERTY] = "false"
+            self.broker_warnings.append(cluster_check.warning(self.version or "this"))
 
     def abort(self) -> None:
         """Stop now (the run was cancelled): kill the driver, which unblocks a write the
@@ -199,6 +237,11 @@ class KafkaJavaRun:
                     self._result = item
                 elif kind == "config_error":
                     self._config_error = item.get("message") or "rejected"
+                elif kind == "done":
+                    self._completed += 1
+                    self._completion.set()
+                elif kind == "client_config":
+                    self.client_config = dict(item.get("values") or {})
                 elif kind == "acks0_answered":
                     self._acks0_answered = str(item.get("message"))
                 else:
@@ -274,7 +317,9 @@ class KafkaJavaRun:
         self.client_version = str(hello.get("client_version"))
         if self.trace is not None:
             self.trace.client_version = self.client_version
-        self.write(protocol.header([s.name for s in self.specs], self.properties,
+        closed = {"kbatch.completions": "true"} if self.workload.closed_loop else {}
+        self.write(protocol.header([s.name for s in self.specs],
+                                   {**self.properties, **closed},
                                    self.deliveries is not None, trace=self.trace is not None))
         best: tuple[int, int] | None = None  # (round trip, offset), the tightest ping wins
         for _ in range(PINGS):
@@ -311,6 +356,7 @@ class KafkaJavaRun:
                                   # a sink with the accumulator's append_many (duck-typed)
                                   _PipeSink(self),  # type: ignore[arg-type]  # see above
                                   ClientBatching(), self.metrics)
+            generator.completions = lambda: self._completed  # the Java producer settles
             # on Java's clock (the wall clock's milliseconds), the phase mode java runs at
             self.start = phased_start(self.clock() + START_LEAD_S, time.time() - self.clock())
             if self.workload.start_at is not None:  # a share of a distributed run
@@ -382,7 +428,15 @@ class KafkaJavaRun:
                 continue
             next_due = generator.next_due()
             wait = 0.05 if next_due is None else next_due - clock()
-            time.sleep(min(max(wait, MIN_SLEEP_S), 0.05))
+            self._pause(min(max(wait, MIN_SLEEP_S), 0.05))
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep until the next message is due; in a closed loop, or until the driver
+        reports a completion (a sender is free: its next message goes at once)."""
+        if not self.workload.closed_loop:
+            time.sleep(seconds)
+        elif self._completion.wait(seconds):
+            self._completion.clear()
 
     def _report(self) -> None:
         now = self.clock()
@@ -421,6 +475,17 @@ class KafkaJavaRun:
                 topic.unknown += missing
                 m.unknown(missing, NO_CALLBACK)
 
+    def _settings_used(self) -> dict[str, Any]:
+        """The run's settings: what kbatch passed, or, for a release run at its defaults
+        (``kafka-java@VERSION``), the values the client reports it used."""
+        passed = {k: self.settings[k] for k in self.properties if k in self.settings.values}
+        if self.version is None:
+            return passed
+        used = {k: self.client_config[k] for k in JAVA_NAMES if k in self.client_config}
+        if str(used.get("acks")) == "-1":  # as kbatch names it
+            used["acks"] = "all"
+        return {**used, **passed}
+
     def _idempotence(self, reported: Any, warnings: list[str]) -> dict[str, Any]:
         """What the Java producer ran with (its TransactionManager), not what was asked:
         `--verify` excuses duplicates and reorders only when idempotence was off."""
@@ -448,6 +513,8 @@ class KafkaJavaRun:
         # time send() spent blocked on a full buffer.memory, by Java's own count
         m.blocked_s = producer_metrics.get("bufferpool-wait-time-ns-total", 0.0) / 1e9
         warnings = run_warnings(m, self.workload, "a full buffer.memory")
+        warnings.extend(self.broker_warnings)
+        warnings.extend(self.settings.warnings)  # as every driver: "not used by this mode"
         start_ns = round(self.start * 1e9) + self.offset_ns
         counted = all(r["partitions"] >= 0 for r in self._requests)
         for r in self._requests:
@@ -475,12 +542,15 @@ class KafkaJavaRun:
                             f"({result.get('interception')}): requests_sent is 0; see "
                             "kafka_java.node_request_total.")
         return Results.of_run(
-            "kafka-java", self.workload,
-            {k: self.settings[k] for k in self.properties if k in self.settings.values},
+            self.mode, self.workload, self._settings_used(),
             self.bootstrap, m, start=self.start, end=end, intended=self._intended,
             warnings=warnings,
             client=Section("kafka_java", {
                 "client_version": self.client_version,
+                "client_config": self.client_config,
+                **({"client_build": build} if (build := build_source(self.version)) else {}),
+                "client_defaults": sorted(k for k in self.client_config
+                                          if k not in self.properties),
                 "protocol": protocol.PROTOCOL_VERSION,
                 "properties": redact(self.properties),
                 "request_counting": result.get("interception"),
@@ -499,21 +569,24 @@ async def run_async(call: RunCall) -> Results:
     `stop`, when set, ends the run early (as cancelling it does)."""
     check_message_fits(call.workload.topic_specs(), call.settings.max_request_size,
                        "the Java producer's max.request.size")
-    driver = await asyncio.to_thread(prepare)
+    driver = await asyncio.to_thread(prepare, None, parse_label(call.mode).version)
     runner = KafkaJavaRun(call.workload, call.settings, call.bootstrap, driver,
-                          call.on_progress, call.deliveries)
+                          call.on_progress, call.deliveries, call.mode)
+    await asyncio.to_thread(runner.adapt_to_broker)
     return await run_in_thread(runner, call, abort=runner.abort)
 
 
-async def run_traced(workload: Workload, settings: ProducerSettings,
-                     bootstrap: str) -> tuple[Results, ClientTrace]:
-    """One kafka-java run that also records what the Java producer did, message by message
-    and request by request (`ClientTrace`), for a trace replay of an emulation."""
+async def run_traced(workload: Workload, settings: ProducerSettings, bootstrap: str,
+                     mode: str = "kafka-java") -> tuple[Results, ClientTrace]:
+    """One kafka-java run (`mode` may name a release: `kafka-java@3.9.1`) that also
+    records what the Java producer did, message by message and request by request
+    (`ClientTrace`), for a trace replay of an emulation."""
     check_message_fits(workload.topic_specs(), settings.max_request_size,
                        "the Java producer's max.request.size")
-    driver = await asyncio.to_thread(prepare)
-    runner = KafkaJavaRun(workload, settings, bootstrap, driver, trace=True)
-    results = await run_in_thread(runner, RunCall(workload, settings, "kafka-java", bootstrap),
+    driver = await asyncio.to_thread(prepare, None, parse_label(mode).version)
+    runner = KafkaJavaRun(workload, settings, bootstrap, driver, mode=mode, trace=True)
+    await asyncio.to_thread(runner.adapt_to_broker)
+    results = await run_in_thread(runner, RunCall(workload, settings, mode, bootstrap),
                                   abort=runner.abort)
     assert runner.trace is not None
     return results, runner.trace

@@ -325,6 +325,7 @@ public final class KbatchProducerDriver {
         @Override
         public void onCompletion(RecordMetadata metadata, Exception exception) {
             long now = System.nanoTime();
+            if (completions) emit("{\"type\":\"done\"}", true);  // closed loop (issue 44)
             lastAckNs.accumulateAndGet(now, Math::max);
             if (exception != null) {
                 AtomicLong sent = sentRecords.get(partition);
@@ -423,6 +424,8 @@ public final class KbatchProducerDriver {
         if (Boolean.parseBoolean(header.getProperty("kbatch.intercept", "true"))) {
             intercept(producer);
         }
+        emit(clientConfig(producer), true);  // issue 44: the values this client version used
+        completions = Boolean.parseBoolean(header.getProperty("kbatch.completions", "false"));
         for (String topic : topics) {  // metadata now, so the first send() does not block
             try {
                 producer.partitionsFor(topic);
@@ -609,6 +612,44 @@ public final class KbatchProducerDriver {
             ns = System.nanoTime();
         } while (ms == first);
         emit("{\"type\":\"clock\",\"ms\":" + ms + ",\"ns\":" + ns + "}", true);
+    }
+
+    // ---- issue 44: client versions (effective config) and closed-loop completions ----
+    static final List<String> REPORTED_CONFIG = List.of(
+        "linger.ms", "batch.size", "acks", "enable.idempotence",
+        "max.in.flight.requests.per.connection", "delivery.timeout.ms", "request.timeout.ms",
+        "retries", "retry.backoff.ms", "max.request.size", "buffer.memory", "max.block.ms",
+        "compression.type", "partitioner.class", "partitioner.ignore.keys",
+        "partitioner.adaptive.partitioning.enable");
+    /** kbatch drives a closed loop: every completion is reported at once ("done"). */
+    private volatile boolean completions;
+
+    /** The producer's effective ProducerConfig values (its defaults where kbatch set
+     *  nothing), read from its private producerConfig, as the request counting reads the
+     *  Sender; an "unknown" entry if that fails. */
+    static String clientConfig(KafkaProducer<byte[], byte[]> producer) {
+        StringBuilder b = new StringBuilder("{\"type\":\"client_config\",\"values\":{");
+        try {
+            Field field = KafkaProducer.class.getDeclaredField("producerConfig");
+            field.setAccessible(true);
+            Object config = field.get(producer);
+            Map<?, ?> values = (Map<?, ?>) config.getClass().getMethod("values").invoke(config);
+            boolean first = true;
+            for (String name : REPORTED_CONFIG) {
+                if (!values.containsKey(name)) continue;
+                Object value = values.get(name);
+                if (!first) b.append(',');
+                first = false;
+                b.append(quote(name)).append(':');
+                if (value instanceof Number || value instanceof Boolean) b.append(value);
+                else if (value instanceof Class) b.append(quote(((Class<?>) value).getName()));
+                else b.append(value == null ? "null" : quote(String.valueOf(value)));
+            }
+            return b.append("}}").toString();
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return "{\"type\":\"client_config\",\"values\":{},\"unknown\":"
+                + quote(e.toString()) + "}";
+        }
     }
 
     static final List<String> PRODUCER_METRICS = List.of(
