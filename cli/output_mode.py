@@ -120,6 +120,13 @@ class ProgressSink:
             text = progress_text(self.label, progress)
             self.live.update(Text(text))
 
+    def on_note(self, text: str) -> None:
+        """A line from the run's set-up (priming the topics), before its clock starts."""
+        if current.quiet:
+            return
+        target = self.live.console if self.live is not None else console
+        target.print(Text(f"{self.label} {text}"), soft_wrap=True)
+
     def on_interval(self, row: dict[str, Any]) -> None:
         if self.dashboard is not None:
             self.dashboard[0].interval(self.dashboard[1], row)

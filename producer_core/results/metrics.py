@@ -273,6 +273,9 @@ class Results:
     consumers on the same host measure end-to-end latency from it."""
     broker_cost: dict[str, Any] | None = None
     """What the run cost the brokers and the client (`measure.broker_cost`)."""
+    priming: dict[str, Any] | None = None
+    """What making the topics ready before time zero did (`transport.priming`); None when
+    nothing was primed (warm topics, `--no-prime`)."""
     clock_span: tuple[float, float] | None = None
     """The run's start and end on `time.monotonic()` (every driver's clock), so that
     measurements taken beside it find its window; not in the JSON."""
@@ -311,6 +314,8 @@ class Results:
             named["consumers"] = self.consumers
         if self.broker_cost is not None:
             named["broker_cost"] = self.broker_cost
+        if self.priming is not None:
+            named["priming"] = self.priming
         return named
 
     @property
