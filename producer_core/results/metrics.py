@@ -16,6 +16,7 @@ import numpy as np
 
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metric_catalog import HISTOGRAMS
+from producer_core.results.stalls import Stall, find_stalls, stall_warning
 from producer_core.workload.message_source import run_target_rate
 
 if TYPE_CHECKING:
@@ -276,6 +277,9 @@ class Results:
     priming: dict[str, Any] | None = None
     """What making the topics ready before time zero did (`transport.priming`); None when
     nothing was primed (warm topics, `--no-prime`)."""
+    stalls: list[Stall] = field(default_factory=list)
+    """Spans without an acknowledgement while requests waited (`stalls`), found once the
+    run ended (`of_run`)."""
     clock_span: tuple[float, float] | None = None
     """The run's start and end on `time.monotonic()` (every driver's clock), so that
     measurements taken beside it find its window; not in the JSON."""
@@ -287,14 +291,21 @@ class Results:
                transactions: dict[str, Any] | None = None,
                client: Section | None = None) -> Results:
         """The Results of a run driver's run from `start` to `end` (its clock's seconds),
-        whose schedule intended `intended` messages (0: unknown, those generated)."""
+        whose schedule intended `intended` messages (0: unknown, those generated). Its
+        stalls are found here, and named among its warnings."""
+        rows = metrics.intervals.to_dict().get("run", []) if metrics.intervals else []
+        stalls = find_stalls(metrics.requests, rows, end - start,
+                             answered=str(settings.get("acks", "all")) != "0")
+        warning = stall_warning(stalls)
+        if warning:
+            warnings = [*warnings, warning]
         return cls(
             mode=mode, workload=workload.as_dict(), settings=settings, bootstrap=bootstrap,
             broker="", duration_s=max(end - start, 1e-9), metrics=metrics,
             warnings=warnings, messages_intended=intended or metrics.messages_generated,
             target_msgs_per_s=run_target_rate(workload), policy=policy,
             transactions=transactions, client=client, run_start=start,
-            clock_span=(start, end),
+            clock_span=(start, end), stalls=stalls,
         )
 
     def sections(self) -> dict[str, Any]:
@@ -396,6 +407,7 @@ class Results:
             | ({E2E_HISTOGRAM_KEY: self.e2e.encode()} if self.e2e is not None else {}),
             "topics": {name: t.to_dict(self.duration_s) for name, t in m.topics.items()},
             **({"intervals": m.intervals.to_dict()} if m.intervals is not None else {}),
+            "stalls": [s.as_dict() for s in self.stalls],
             "complete": m.complete,
             "idempotence": dict(m.idempotence),
             "warnings": self.warnings,
