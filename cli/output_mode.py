@@ -121,8 +121,9 @@ class ProgressSink:
             self.live.update(Text(text))
 
     def on_note(self, text: str) -> None:
-        """A line from the run's set-up (priming the topics), before its clock starts."""
-        if current.quiet:
+        """A line from the run's set-up (priming the topics), before its clock starts;
+        shown where interval lines are (a capacity search's probes keep to one line)."""
+        if not self.print_intervals:
             return
         target = self.live.console if self.live is not None else console
         target.print(Text(f"{self.label} {text}"), soft_wrap=True)
