@@ -47,8 +47,7 @@ def summary_table(result: dict[str, Any]) -> Table:
         _outcome_row(result),
         *([("discarded (reasons)", f"{msgs['discarded']:,} ({_reasons(msgs)})")]
           if msgs.get("discarded") else []),
-        ("rate achieved (target)",
-         f"{rate['achieved_msgs_per_s']:,.0f}/s ({'max' if target is None else f'{target:,.0f}'})"),
+        *_rate_rows(rate, target, result["duration_s"]),
         *_volume_rows(result),
     ]
     lat = result["latency"]
@@ -100,6 +99,24 @@ def summary_table(result: dict[str, Any]) -> Table:
     if result.get("complete") is False:
         table.add_row("complete", "no: stopped before its end")
     return table
+
+
+def _rate_rows(rate: dict[str, Any], target: float | None, duration_s: float
+               ) -> list[tuple[str, str]]:
+    """Offered, sent and acknowledged rates over the schedule's window, and the overrun
+    (results/rates.py); older documents: the achieved rate and its target."""
+    if "acked_msgs_per_s" not in rate:
+        return [("rate achieved (target)", f"{rate['achieved_msgs_per_s']:,.0f}/s "
+                 f"({'max' if target is None else f'{target:,.0f}'})")]
+    offered = rate["offered_msgs_per_s"]
+    rows = [(f"msg/s offered / sent / acked ({rate['window_s']:,.1f} s schedule)",
+             f"{'max' if offered is None else f'{offered:,.0f}'} / "
+             f"{rate['sent_msgs_per_s']:,.0f} / {rate['acked_msgs_per_s']:,.0f}")]
+    if rate["overrun_s"] >= 0.05:
+        rows.append(("overrun: wall time past the schedule",
+                     f"{rate['overrun_s']:,.1f} s (acked {rate['achieved_msgs_per_s']:,.0f}/s "
+                     f"over all {duration_s:,.1f} s)"))
+    return rows
 
 
 def _same_linger(per_request: dict[str, Any], per_batch: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metric_catalog import HISTOGRAMS
+from producer_core.results.rates import window_rates
 from producer_core.results.stalls import Stall, find_stalls, stall_warning
 from producer_core.workload.message_source import run_target_rate
 
@@ -350,6 +351,8 @@ class Results:
         if m.client_counts is not None:
             per_partition, per_bytes = _client_distributions(m.client_counts, m.bytes_sent)
         target = self.workload.get("rate")
+        intended = (self.messages_intended if self.messages_intended is not None
+                    else m.messages_generated)
         return {
             "schema_version": SCHEMA_VERSION,
             "kind": "run",
@@ -369,8 +372,7 @@ class Results:
             "bytes_per_request": per_bytes,
             "requests_by_broker": {str(k): v for k, v in sorted(m.requests_by_broker.items())},
             "messages": {
-                "intended": (self.messages_intended if self.messages_intended is not None
-                             else m.messages_generated),
+                "intended": intended,
                 "sent": m.messages_generated,
                 "acknowledged": m.messages_acked,
                 "failed": m.messages_failed,
@@ -390,6 +392,10 @@ class Results:
                                              m.messages_acked, self.duration_s),
                 "wire_mb_per_s": round(m.bytes_sent / self.duration_s / MB, 3)
                 if self.duration_s > 0 else 0.0,
+                **window_rates(self.workload, intended, self.target_msgs_per_s
+                               if self.target_msgs_per_s is not None else target,
+                               m.messages_generated, m.messages_acked, self.duration_s,
+                               m.intervals.to_dict().get("run", []) if m.intervals else []),
             },
             "compression": compression_summary(
                 str(self.settings.get("compression.type", "none")), m.payload_bytes,
