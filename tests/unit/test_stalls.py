@@ -122,3 +122,18 @@ def test_priming_groups_partitions_by_leader_and_sums_topics() -> None:
     assert section == {"partitions": 1002, "seconds": 0.41,
                        "topics": {"a": {"primed": 1000, "already_written": 0, "seconds": 0.4},
                                   "b": {"primed": 2, "already_written": 8, "seconds": 0.01}}}
+
+
+def test_an_interval_without_acknowledgements_says_no_acks() -> None:
+    from cli.output_mode import interval_line
+
+    row = {"start_s": 6.0, "end_s": 7.0, "msgs_per_s": 0.0, "mb_per_s": 0.0,
+           "requests_per_s": 0.4, "msgs_per_req": 5388.0, "p50_ms": 0.0, "p99_ms": 0.0,
+           "failed": 0, "latency_count": 0}
+    line = interval_line("[partition]", row)
+    assert "no acks" in line and "0.0 ms" not in line
+    # acknowledged figures first, then the sent ones, each named
+    assert line.index("acked/s") < line.index("no acks") < line.index("sent req/s")
+    busy = interval_line("[partition]", {**row, "latency_count": 5, "p50_ms": 4.2,
+                                         "p99_ms": 9.9, "msgs_per_s": 5000.0})
+    assert "ack p50 4.2 ms  p99 9.9 ms" in busy
