@@ -41,5 +41,5 @@ async def run_in_thread(runner: ClientRun, call: RunCall, abort: Callable[[], No
     except asyncio.CancelledError:
         abort()
         raise
-    results.priming = priming_section(primings) if primings else None
+    results.priming = priming_section(primings)
     return results

@@ -108,7 +108,7 @@ class Engine:
         await self._setup()
         with quiet_gc():  # no collection of the setup's objects mid-run (gc_quiet.py)
             results = await self._run()
-        results.priming = priming_section(self.primings) if self.primings else None
+        results.priming = priming_section(self.primings)
         return results
 
     async def _run(self) -> Results:

@@ -49,8 +49,11 @@ class Priming:
                 "seconds": round(self.seconds, 3)}
 
 
-def priming_section(primings: Sequence[Priming]) -> dict[str, Any]:
-    """The results' `priming` object: totals and each topic's figures."""
+def priming_section(primings: Sequence[Priming]) -> dict[str, Any] | None:
+    """The results' `priming` object: totals and each topic's figures; None when no
+    partition needed it (warm topics)."""
+    if not any(p.primed for p in primings):
+        return None
     return {"partitions": sum(p.primed for p in primings),
             "seconds": round(sum(p.seconds for p in primings), 3),
             "topics": {p.topic: p.as_dict() for p in primings}}

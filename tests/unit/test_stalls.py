@@ -137,3 +137,8 @@ def test_an_interval_without_acknowledgements_says_no_acks() -> None:
     busy = interval_line("[partition]", {**row, "latency_count": 5, "p50_ms": 4.2,
                                          "p99_ms": 9.9, "msgs_per_s": 5000.0})
     assert "ack p50 4.2 ms  p99 9.9 ms" in busy
+
+
+def test_warm_topics_leave_no_priming_section() -> None:
+    assert priming_section([Priming("a", 0, 300, 0.01)]) is None
+    assert priming_section([]) is None
