@@ -30,6 +30,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -72,8 +73,9 @@ def docker_client() -> Any:
     except ImportError as exc:
         raise DockerUnavailable(
             f"--broker docker runs Kafka through testcontainers-python, which is not installed "
-            f"({exc.name} is missing). Install it with `pip install '{TESTCONTAINERS_PIN}'` "
-            "(or `pip install -e '.[test]'` in a clone of kbatch), or use --broker kafka "
+            f"(the Python module `{exc.name}` is missing from {sys.executable}). Install it "
+            f"with `pip install '{TESTCONTAINERS_PIN}'` (or `pip install -e .` again in a "
+            "clone of kbatch: it is one of kbatch's dependencies), or use --broker kafka "
             "(needs a JDK) or the embedded Tansu broker (no --broker)."
         ) from exc
     try:

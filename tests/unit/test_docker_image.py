@@ -89,3 +89,22 @@ def test_a_daemon_that_does_not_answer_gets_one_paragraph(monkeypatch):
     text = str(error.value)
     assert text.startswith("--broker docker needs a Docker engine")
     assert "docker info" in text and "--broker kafka" in text and "\n" not in text
+
+
+def test_a_missing_python_module_is_named_as_one(monkeypatch):
+    """Issue 47: "(docker is missing)" read as Docker the engine; the error names the
+    Python module and the interpreter it is missing from."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_docker(name, *args, **kwargs):
+        if name == "docker":
+            raise ImportError("No module named 'docker'", name="docker")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_docker)
+    with pytest.raises(DockerUnavailable) as error:
+        docker_client()
+    text = str(error.value)
+    assert "the Python module `docker` is missing" in text and "testcontainers" in text
