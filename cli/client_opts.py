@@ -47,10 +47,10 @@ def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
                           "min.insync.replicas=2. Repeatable."),
         click.option("--prime/--no-prime", default=True, expose_value=False,
                      callback=_remember_prime, is_eager=True,
-                     help="Before the clock starts, write one record (key kbatch.prime, no "
+                     help="Before the clock starts, write two records (key kbatch.prime, no "
                           "value) to each partition never written yet, so a new topic's "
-                          "first writes are not measured (default). --no-prime studies a "
-                          "cold topic."),
+                          "first writes and first index entries are not measured "
+                          "(default). --no-prime studies a cold topic."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -14,8 +15,9 @@ from producer_core.results.metric_catalog import summary_metric
 
 console = Console(stderr=True)
 """Progress and notices go to stderr so stdout stays clean for tables and pipes."""
-out = Console(width=None if sys.stdout.isatty() else 160)
-"""Tables; wide when piped (CI logs), so metric names and cells are not folded."""
+out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160)
+"""Tables: the terminal's width, or `COLUMNS` when set (rich reads it); wide when piped
+without it (CI logs), so metric names and cells are not folded."""
 
 
 def _reasons(msgs: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ DEFAULT_REPLICATION_FACTOR = 1
 @dataclass(frozen=True)
 class TopicCreation:
     """`replication_factor` None: create with 1 and accept an existing topic's own.
-    `prime`: write each never-written partition once before the run's clock starts
+    `prime`: write each never-written partition (twice) before the run's clock starts
     (`transport.priming`); False (`--no-prime`) studies a cold topic."""
 
     replication_factor: int | None = None

@@ -1,15 +1,20 @@
-"""Make a topic ready before a run's clock starts: write each never-written partition once.
+"""Make a topic ready before a run's clock starts: write each never-written partition.
 
 Apache Kafka serves a new partition's first writes slowly: on one node with 1,000 new
 partitions a run had no acknowledgement for 14 s (issue 47), while the same run on the
-same topic a minute later kept its rate. A run on a fresh topic then measures the topic's
-creation, not the producer. So before time zero every partition whose log is empty gets
-one record, acknowledged by its leader (acks=all), outside every figure of the run.
+same topic a minute later kept its rate. The stall came ~5 s into the run, when each
+partition had taken about `index.interval.bytes` (4 KB): the append that follows makes
+Kafka write the partition's first offset and time index entries, and create their
+(lazily opened, 10 MB preallocated, memory-mapped) index files, a thousand at once. So
+before time zero every partition whose log is empty gets two records, each round
+acknowledged by the leaders (acks=all): one padded past `index.interval.bytes`, then one
+more, whose append writes the first index entries. All of it stays outside the run's
+figures.
 
-A priming record is recognisable: key `PRIME_KEY`, null value, no producer id (it takes no
-sequence number from the run's idempotent producer). `--verify`'s read-back and the
-consumers skip records without a value; `--no-prime` (`TopicCreation.prime`) leaves cold
-topics cold, to study them.
+A priming record is recognisable: key `PRIME_KEY`, null value (the padding is a header),
+no producer id (it takes no sequence number from the run's idempotent producer).
+`--verify`'s read-back and the consumers skip records without a value; `--no-prime`
+(`TopicCreation.prime`) leaves cold topics cold, to study them.
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ from producer_core.transport.produce_wire import ProduceRequest
 
 PRIME_KEY = b"kbatch.prime"
 """The key of a priming record (its value is null)."""
-PARTITIONS_PER_REQUEST = 1_000
-"""Priming records per ProduceRequest (one small batch each: ~90 bytes)."""
+PAD_HEADER = "kbatch.prime.pad"
+INDEX_INTERVAL_BYTES = 4096
+"""Kafka's default `index.interval.bytes`: bytes appended between two index entries."""
+PARTITIONS_PER_REQUEST = 200
+"""Priming batches per ProduceRequest (the padded ones are ~4 KB: ~1 MB a request)."""
 RETRY_BACKOFF_S = 0.2
 LATEST_OFFSET = -1
 
@@ -59,11 +67,19 @@ def priming_section(primings: Sequence[Priming]) -> dict[str, Any] | None:
             "topics": {p.topic: p.as_dict() for p in primings}}
 
 
-def prime_batch(timestamp_ms: int) -> bytes:
-    """One priming record as a RecordBatch v2 (uncompressed, no producer id)."""
-    writer = RecordBatchWriter(0, 1 << 10)
-    writer.append(0, timestamp_ms, PRIME_KEY, None, [])
+def prime_batch(timestamp_ms: int, pad: int = 0) -> bytes:
+    """One priming record as a RecordBatch v2 (uncompressed, no producer id), with a
+    header of `pad` bytes when asked (so the batch passes `index.interval.bytes`)."""
+    writer = RecordBatchWriter(0, pad + (1 << 10))
+    headers: list[tuple[str, bytes | None]] = [(PAD_HEADER, bytes(pad))] if pad else []
+    writer.append(0, timestamp_ms, PRIME_KEY, None, headers)
     return writer.build()
+
+
+def pad_bytes(topic_configs: Sequence[tuple[str, str]] = ()) -> int:
+    """Padding that takes a first batch past the topic's `index.interval.bytes`."""
+    interval = dict(topic_configs).get("index.interval.bytes", "")
+    return (int(interval) if interval.isdigit() else INDEX_INTERVAL_BYTES) + 128
 
 
 def by_leader(partitions: Sequence[int], leaders: Sequence[int]) -> dict[int, list[int]]:
@@ -92,9 +108,9 @@ async def empty_partitions(cluster: Any, topic: str, leaders: Sequence[int]) -> 
 
 
 async def _write(cluster: Any, topic: str, leader: int, parts: Sequence[int],
-                 timeout_ms: int) -> dict[int, int]:
+                 timeout_ms: int, pad: int) -> dict[int, int]:
     """One ProduceRequest of priming records; the error code of each partition."""
-    batch = prime_batch(int(time.time() * 1000))
+    batch = prime_batch(int(time.time() * 1000), pad)
     await cluster.connection(leader)
     request = ProduceRequest(None, -1, timeout_ms, [(topic, [(p, batch) for p in parts])])
     answer = await cluster.send(leader, request)
@@ -106,29 +122,39 @@ Note = Callable[[str], None]
 
 
 async def prime_topic(cluster: Any, topic: str, timeout_s: float = 60.0,
-                      on_note: Note | None = None) -> Priming:
-    """Write one acknowledged record to every empty partition of `topic` (whose leaders
-    serve it: `Cluster.ensure_topic` first). Refused partitions are asked again, at the
-    leaders metadata then names, until `timeout_s`; after it, a BrokerError says which
-    error the broker gave, and that `--no-prime` runs on the cold topic instead."""
+                      on_note: Note | None = None, pad: int = INDEX_INTERVAL_BYTES + 128
+                      ) -> Priming:
+    """Write two acknowledged records (the first padded by `pad` bytes) to every empty
+    partition of `topic`, whose leaders serve it (`Cluster.ensure_topic` first)."""
     loop = asyncio.get_running_loop()
     began = loop.time()
     deadline = began + timeout_s
     view = await cluster.refresh_metadata([topic])
-    leaders = view.leaders[topic]
-    todo = await empty_partitions(cluster, topic, leaders)
-    primed = len(todo)
+    todo = await empty_partitions(cluster, topic, view.leaders[topic])
     if todo and on_note is not None:
-        on_note(f"Priming topic {topic}: one record to each of its {primed:,} empty "
-                "partitions, acknowledged before the clock starts (--no-prime: leave it "
-                "cold).")
+        on_note(f"Priming topic {topic}: two records to each of its {len(todo):,} empty "
+                "partitions (its first index entries), acknowledged before the clock "
+                "starts (--no-prime: leave it cold).")
+    leaders = view.leaders[topic]
+    for round_pad in (pad, 0):
+        leaders = await _round(cluster, topic, todo, leaders, deadline, timeout_s, round_pad)
+    return Priming(topic, len(todo), len(leaders) - len(todo), loop.time() - began)
+
+
+async def _round(cluster: Any, topic: str, todo: list[int], leaders: list[int],
+                 deadline: float, timeout_s: float, pad: int) -> list[int]:
+    """One priming record to each partition of `todo`; the leaders it ended with.
+    Refused partitions are asked again, at the leaders metadata then names, until the
+    deadline; after it, a BrokerError says which error the broker gave, and that
+    `--no-prime` runs on the cold topic instead."""
+    loop = asyncio.get_running_loop()
     timeout_ms = int(max(1.0, timeout_s) * 1000)
     while todo:
         refused: dict[int, int] = {}
         for leader, parts in by_leader(todo, leaders).items():
             for chunk in chunks(parts, PARTITIONS_PER_REQUEST):
                 try:
-                    codes = await _write(cluster, topic, leader, chunk, timeout_ms)
+                    codes = await _write(cluster, topic, leader, chunk, timeout_ms, pad)
                 except Exception as exc:  # noqa: BLE001 - asked again until the deadline
                     codes = {p: -1 for p in chunk}
                     if loop.time() >= deadline:
@@ -149,5 +175,4 @@ async def prime_topic(cluster: Any, topic: str, timeout_s: float = 60.0,
                 "on the cold topic.")
         await asyncio.sleep(RETRY_BACKOFF_S)
         leaders = (await cluster.refresh_metadata([topic])).leaders[topic]
-    total = len(leaders)
-    return Priming(topic, primed, total - primed, loop.time() - began)
+    return leaders

@@ -31,7 +31,7 @@ from producer_core.topic_creation import (
     TopicCreation,
 )
 from producer_core.transport.connect_errors import connection_problem
-from producer_core.transport.priming import Note, Priming, prime_topic
+from producer_core.transport.priming import Note, Priming, pad_bytes, prime_topic
 from producer_core.transport.produce_send import ProduceLine, answer
 from producer_core.transport.produce_wire import ProduceRequest
 from producer_core.transport.producer_id import IdempotentInitProducerId
@@ -347,7 +347,8 @@ class Cluster:
         of a served topic once (`priming`); None when not asked to."""
         if not self.topic_creation.prime:
             return None
-        return await prime_topic(self, topic, 30.0 + partitions / 20, on_note)
+        return await prime_topic(self, topic, 30.0 + partitions / 20, on_note,
+                                 pad_bytes(self.topic_creation.configs))
 
     async def _leaders_refuse(self, topic: str, leaders: list[int]) -> Counter[str]:
         """How many partitions their leader refuses to serve, by error name (none: every

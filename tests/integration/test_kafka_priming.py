@@ -1,5 +1,5 @@
-"""Priming on real Apache Kafka (issue 47): a topic kbatch creates gets one acknowledged
-record (key kbatch.prime, no value) in every partition before the run's clock starts,
+"""Priming on real Apache Kafka (issue 47): a topic kbatch creates gets two acknowledged
+records (key kbatch.prime, no value) in every partition before the run's clock starts,
 outside its figures and its --verify; a warm topic is not primed again; --no-prime leaves
 a new topic cold. The session's Kafka cluster (tests/kafka_fixtures.py) spreads the
 partitions' leaders over its nodes, so each leader gets its own priming request."""
@@ -46,12 +46,13 @@ def test_a_new_topic_is_primed_outside_the_figures_and_verify(kafka_cluster) -> 
     assert verify["read_complete"] is True and verify["problems"] == []
     assert verify["acknowledged"] == verify["present"] == 600
     assert verify["unacknowledged_found"] == 0
-    # every partition starts with its priming record, then the run's
-    found = asyncio.run(read_all(bootstrap, topic, PARTITIONS, 600 + PARTITIONS,
+    # every partition starts with its two priming records, then the run's
+    found = asyncio.run(read_all(bootstrap, topic, PARTITIONS, 600 + 2 * PARTITIONS,
                                  priming=True))
-    firsts = [records[0] for records in found.values()]
-    assert all(offset == 0 and key == PRIME_KEY for offset, _, key in firsts)
-    assert sum(len(r) for r in found.values()) == 600 + PARTITIONS
+    firsts = [record for records in found.values() for record in records[:2]]
+    assert all(key == PRIME_KEY and message_id == -1 for _, message_id, key in firsts)
+    assert sorted({offset for offset, _, _ in firsts}) == [0, 1]
+    assert sum(len(r) for r in found.values()) == 600 + 2 * PARTITIONS
 
     again = run(workload(topic), settings, "partition", bootstrap)
     assert again.priming is None  # warm: nothing written before the clock

@@ -142,3 +142,13 @@ def test_an_interval_without_acknowledgements_says_no_acks() -> None:
 def test_warm_topics_leave_no_priming_section() -> None:
     assert priming_section([Priming("a", 0, 300, 0.01)]) is None
     assert priming_section([]) is None
+
+
+def test_the_first_priming_record_is_padded_past_the_index_interval() -> None:
+    from producer_core.transport.priming import INDEX_INTERVAL_BYTES, pad_bytes
+
+    assert pad_bytes() > INDEX_INTERVAL_BYTES
+    assert pad_bytes([("index.interval.bytes", "16384")]) > 16384
+    padded = prime_batch(1_700_000_000_000, pad_bytes())
+    assert len(padded) > INDEX_INTERVAL_BYTES and PRIME_KEY in padded
+    assert HEADER.unpack_from(padded)[12] == 1  # still one record, value null
