@@ -10,6 +10,7 @@ from producer_core.brokers import docker_image
 from producer_core.brokers.docker import DockerUnavailable, docker_client, property_variable
 from producer_core.brokers.docker_image import apt_mirror, recipe_hash
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
+from producer_core.errors import UsageError
 
 
 def write(root, relative, text):
@@ -41,7 +42,11 @@ def test_one_line_sources_and_the_fallback(tmp_path):
           "deb http://security.debian.org/debian-security trixie-security main\n"
           "deb http://ftp.de.debian.org/debian/ trixie main contrib\n")
     assert apt_mirror(tmp_path) == ("http://ftp.de.debian.org/debian", "trixie")
-    assert apt_mirror(tmp_path / "nothing") == docker_image.FALLBACK_MIRROR
+    # no apt source: no guessed mirror, but an error that says what to do (issue 47)
+    assert docker_image.apt_source(tmp_path / "nothing") is None
+    with pytest.raises(UsageError, match="needs a Debian apt source") as error:
+        apt_mirror(tmp_path / "nothing")
+    assert "--kafka-image" in str(error.value) and "--broker kafka" in str(error.value)
 
 
 def test_the_recipe_hash_covers_every_recipe_file_and_the_kafka_version(tmp_path, monkeypatch):
