@@ -43,6 +43,8 @@ def broker_target(
                                implementation="docker", version=cluster.version,
                                started_in_s=cluster.start_time_s,
                                image=cluster.image.name if cluster.image else None,
+                               processes=lambda: BrokerProcesses(
+                                   {str(i): p for i, p in cluster.node_pids.items()}),
                                faults=runner if fault_specs else None)
         return
     if bootstrap:

@@ -113,3 +113,23 @@ def test_a_missing_python_module_is_named_as_one(monkeypatch):
         docker_client()
     text = str(error.value)
     assert "the Python module `docker` is missing" in text and "testcontainers" in text
+
+
+def test_the_jvm_under_a_containers_main_process_is_found(tmp_path):
+    """Broker cost reads a container node's CPU from its JVM's host pid (issue 47): the
+    main process itself when it is Java, else the Java process under it."""
+    from producer_core.brokers.docker import jvm_of
+
+    def process(pid: int, cmdline: bytes, children: list[int]) -> None:
+        task = tmp_path / str(pid) / "task" / str(pid)
+        task.mkdir(parents=True)
+        (tmp_path / str(pid) / "cmdline").write_bytes(cmdline)
+        (task / "children").write_text(" ".join(map(str, children)))
+
+    process(10, b"/bin/bash\0/etc/kafka/docker/run\0", [11])
+    process(11, b"sh\0-c\0start\0", [12])
+    process(12, b"/usr/bin/java\0-Xmx1g\0kafka.Kafka\0", [])
+    process(20, b"/usr/bin/java\0kafka.Kafka\0", [])
+    assert jvm_of(10, tmp_path) == 12
+    assert jvm_of(20, tmp_path) == 20
+    assert jvm_of(99, tmp_path) == 99  # nothing readable: the pid itself
