@@ -91,7 +91,8 @@ def attach(results: Results, snaps: list[Snapshot], watched: Watched,
     m = results.metrics
     totals = WindowCounts(results.duration_s, results.requests_sent, m.messages_acked,
                           m.bytes_sent)
-    results.broker_cost = section(snaps, watched, window, rows, totals, results.requests_sent)
+    results.broker_cost = section(snaps, watched, window, rows, totals, results.requests_sent,
+                                  (results.priming or {}).get("requests", 0))
     interval_figures(snaps, watched, window, rows)
     warning = bottleneck_warning(results)
     if warning:

@@ -51,10 +51,12 @@ class Priming:
     primed: int
     already_written: int
     seconds: float
+    requests: int = 0
+    """ProduceRequests written (a broker's own count of the run includes them)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"primed": self.primed, "already_written": self.already_written,
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), "requests": self.requests}
 
 
 def priming_section(primings: Sequence[Priming]) -> dict[str, Any] | None:
@@ -64,6 +66,7 @@ def priming_section(primings: Sequence[Priming]) -> dict[str, Any] | None:
         return None
     return {"partitions": sum(p.primed for p in primings),
             "seconds": round(sum(p.seconds for p in primings), 3),
+            "requests": sum(p.requests for p in primings),
             "topics": {p.topic: p.as_dict() for p in primings}}
 
 
@@ -136,23 +139,29 @@ async def prime_topic(cluster: Any, topic: str, timeout_s: float = 60.0,
                 "partitions (its first index entries), acknowledged before the clock "
                 "starts (--no-prime: leave it cold).")
     leaders = view.leaders[topic]
+    requests = 0
     for round_pad in (pad, 0):
-        leaders = await _round(cluster, topic, todo, leaders, deadline, timeout_s, round_pad)
-    return Priming(topic, len(todo), len(leaders) - len(todo), loop.time() - began)
+        leaders, sent = await _round(cluster, topic, todo, leaders, deadline, timeout_s,
+                                     round_pad)
+        requests += sent
+    return Priming(topic, len(todo), len(leaders) - len(todo), loop.time() - began, requests)
 
 
 async def _round(cluster: Any, topic: str, todo: list[int], leaders: list[int],
-                 deadline: float, timeout_s: float, pad: int) -> list[int]:
-    """One priming record to each partition of `todo`; the leaders it ended with.
+                 deadline: float, timeout_s: float, pad: int) -> tuple[list[int], int]:
+    """One priming record to each partition of `todo`; the leaders it ended with and the
+    requests it wrote.
     Refused partitions are asked again, at the leaders metadata then names, until the
     deadline; after it, a BrokerError says which error the broker gave, and that
     `--no-prime` runs on the cold topic instead."""
     loop = asyncio.get_running_loop()
     timeout_ms = int(max(1.0, timeout_s) * 1000)
+    requests = 0
     while todo:
         refused: dict[int, int] = {}
         for leader, parts in by_leader(todo, leaders).items():
             for chunk in chunks(parts, PARTITIONS_PER_REQUEST):
+                requests += 1
                 try:
                     codes = await _write(cluster, topic, leader, chunk, timeout_ms, pad)
                 except Exception as exc:  # noqa: BLE001 - asked again until the deadline
@@ -175,4 +184,4 @@ async def _round(cluster: Any, topic: str, todo: list[int], leaders: list[int],
                 "on the cold topic.")
         await asyncio.sleep(RETRY_BACKOFF_S)
         leaders = (await cluster.refresh_metadata([topic])).leaders[topic]
-    return leaders
+    return leaders, requests

@@ -38,8 +38,9 @@ def test_a_new_topic_is_primed_outside_the_figures_and_verify(kafka_cluster) -> 
     document = results.to_dict()
     priming = document["priming"]
     assert priming["partitions"] == PARTITIONS and priming["seconds"] > 0
-    assert priming["topics"][topic] == {"primed": PARTITIONS, "already_written": 0,
-                                        "seconds": priming["seconds"]}
+    per_topic = priming["topics"][topic]
+    assert (per_topic["primed"], per_topic["already_written"]) == (PARTITIONS, 0)
+    assert per_topic["requests"] >= 2  # a round per leader at least, two rounds
     # the figures count the run's messages only
     assert document["messages"]["acknowledged"] == document["records_sent"] == 600
     verify = document["verify"]
