@@ -55,3 +55,11 @@ def test_an_unthrottled_count_has_no_offered_rate_and_no_overrun():
 def test_without_rows_the_messages_are_spread_over_the_longer_of_schedule_and_run():
     rates = window_rates(WORKLOAD, 40_000, 5000.0, 40_000, 40_000, 16.0, [])
     assert rates["acked_msgs_per_s"] == 2500.0 and rates["overrun_s"] == 8.0
+
+
+def test_compare_words_an_overrun_as_seconds_more_or_less():
+    from producer_core.analysis.compare import change_text
+
+    assert change_text("overrun_s", 0.001, 0.003) == "+0.0 s"
+    assert change_text("overrun_s", 0.0, 23.4) == "+23.4 s"
+    assert change_text("acked_msgs_per_s", 5000.0, 3123.0) == "-37.5%"
