@@ -91,9 +91,14 @@ def interval_line(label: str, row: dict[str, Any]) -> str:
     """One interval as one line (see `producer_core.results.intervals.row`): what was
     acknowledged (messages, MB, latency), then what was sent (requests, records per
     request), never one figure of each in a ratio. An interval without an
-    acknowledgement says "no acks" rather than a latency of 0.0 ms."""
-    latency = (f"ack p50 {row['p50_ms']:,.1f} ms  p99 {row['p99_ms']:,.1f} ms"
-               if row.get("latency_count", 1) else "no acks")
+    acknowledgement says "no acks" rather than a latency of 0.0 ms; one whose messages
+    were all intended in the warm-up (left out of the latency) says so."""
+    if not row.get("acknowledged", 1):
+        latency = "no acks"
+    elif not row.get("latency_count", 1):  # acknowledged, all intended in the warm-up
+        latency = "ack latency: warm-up"
+    else:
+        latency = f"ack p50 {row['p50_ms']:,.1f} ms  p99 {row['p99_ms']:,.1f} ms"
     return (f"{label} {row['start_s']:7.1f}-{row['end_s']:.1f} s  "
             f"acked/s {row['msgs_per_s']:,.0f}  MB/s {row['mb_per_s']:,.2f}  {latency}  "
             f"sent req/s {row['requests_per_s']:,.0f}  msgs/req {row['msgs_per_req']:,.1f}  "

@@ -24,15 +24,20 @@ def schedule_s(workload: Mapping[str, Any], intended: int, target_rate: float | 
     return min(candidates) if candidates else None
 
 
-def _in_window(rows: Sequence[Mapping[str, Any]], field: str, start: float, end: float
-               ) -> float:
-    """A counter of interval rows over [start, end], a row crossing an edge pro rata."""
+def _in_window(rows: Sequence[Mapping[str, Any]], field: str, start: float, end: float,
+               whole_last: bool = False) -> float:
+    """A counter of interval rows over [start, end], a row crossing an edge pro rata; with
+    `whole_last` a row crossing the end counts whole (messages generated in it were due in
+    the window: only lag put them past its end)."""
     total = 0.0
     for row in rows:
         lo, hi = float(row["start_s"]), float(row["end_s"])
         overlap = min(hi, end) - max(lo, start)
         if overlap > 0 and hi > lo:
-            total += row.get(field, 0) * overlap / (hi - lo)
+            share = overlap / (hi - lo)
+            if whole_last and lo < end < hi:
+                share = (hi - max(lo, start)) / (hi - lo)
+            total += row.get(field, 0) * share
     return total
 
 
@@ -53,7 +58,7 @@ def window_rates(workload: Mapping[str, Any], intended: int, target_rate: float 
                 "acked_msgs_per_s": round(acknowledged / window, 1), "overrun_s": 0.0}
     window = max(length - warmup, 1e-9)
     if rows:
-        sent = _in_window(rows, "generated", warmup, length)
+        sent = _in_window(rows, "generated", warmup, length, whole_last=True)
         acked = _in_window(rows, "acknowledged", warmup, length) - _in_window(
             rows, "aborted", warmup, length)
     else:

@@ -135,9 +135,8 @@ async def prime_topic(cluster: Any, topic: str, timeout_s: float = 60.0,
     view = await cluster.refresh_metadata([topic])
     todo = await empty_partitions(cluster, topic, view.leaders[topic])
     if todo and on_note is not None:
-        on_note(f"Priming topic {topic}: two records to each of its {len(todo):,} empty "
-                "partitions (its first index entries), acknowledged before the clock "
-                "starts (--no-prime: leave it cold).")
+        on_note(f"Priming {topic}: 2 records in each of its {len(todo):,} empty partitions "
+                "before the clock starts (--no-prime: leave it cold).")
     leaders = view.leaders[topic]
     requests = 0
     for round_pad in (pad, 0):

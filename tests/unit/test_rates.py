@@ -63,3 +63,14 @@ def test_compare_words_an_overrun_as_seconds_more_or_less():
     assert change_text("overrun_s", 0.001, 0.003) == "+0.0 s"
     assert change_text("overrun_s", 0.0, 23.4) == "+23.4 s"
     assert change_text("acked_msgs_per_s", 5000.0, 3123.0) == "-37.5%"
+
+
+def test_a_coarse_last_row_counts_its_generated_messages_in_the_window():
+    """A 5 s run reported every 5 s has one row to 5.07 s: the messages generated in it
+    were all due in the schedule, so the sent rate is not cut by the row's tail."""
+    workload = {"rate": 2000.0, "duration_s": 5.0, "warmup_s": 0.0}
+    row = [{"start_s": 0.0, "end_s": 5.07, "generated": 10_000, "acknowledged": 10_000,
+            "aborted": 0}]
+    rates = window_rates(workload, 10_000, 2000.0, 10_000, 10_000, 5.07, row)
+    assert rates["sent_msgs_per_s"] == 2000.0
+    assert rates["acked_msgs_per_s"] == round(10_000 * 5 / 5.07 / 5, 1)  # acks pro rata

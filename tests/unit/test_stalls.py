@@ -131,14 +131,17 @@ def test_an_interval_without_acknowledgements_says_no_acks() -> None:
 
     row = {"start_s": 6.0, "end_s": 7.0, "msgs_per_s": 0.0, "mb_per_s": 0.0,
            "requests_per_s": 0.4, "msgs_per_req": 5388.0, "p50_ms": 0.0, "p99_ms": 0.0,
-           "failed": 0, "latency_count": 0}
+           "failed": 0, "latency_count": 0, "acknowledged": 0}
     line = interval_line("[partition]", row)
     assert "no acks" in line and "0.0 ms" not in line
     # acknowledged figures first, then the sent ones, each named
     assert line.index("acked/s") < line.index("no acks") < line.index("sent req/s")
     busy = interval_line("[partition]", {**row, "latency_count": 5, "p50_ms": 4.2,
-                                         "p99_ms": 9.9, "msgs_per_s": 5000.0})
+                                         "p99_ms": 9.9, "msgs_per_s": 5000.0,
+                                         "acknowledged": 5000})
     assert "ack p50 4.2 ms  p99 9.9 ms" in busy
+    warming = interval_line("[partition]", {**row, "acknowledged": 500, "msgs_per_s": 500.0})
+    assert "no acks" not in warming and "ack latency: warm-up" in warming
 
 
 def test_warm_topics_leave_no_priming_section() -> None:
