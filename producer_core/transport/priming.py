@@ -41,6 +41,9 @@ PARTITIONS_PER_REQUEST = 200
 """Priming batches per ProduceRequest (the padded ones are ~4 KB: ~1 MB a request)."""
 RETRY_BACKOFF_S = 0.2
 LATEST_OFFSET = -1
+TOO_LARGE = {10, 18}
+"""MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE: a topic whose max.message.bytes is below the
+padded record takes the small one only (primed, its first index entry left to the run)."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,16 @@ async def empty_partitions(cluster: Any, topic: str, leaders: Sequence[int]) -> 
             OffsetRequest(-1, 0, [(topic, [(p, LATEST_OFFSET) for p in parts])]))
         for entry in response.to_object()["topics"]:
             empty.extend(p["partition"] for p in entry["partitions"]
-                         if p["error_code"] == 0 and p["offset"] == 0)
+                         if p["error_code"] == 0 and _end(p) == 0)
     return sorted(empty)
+
+
+def _end(entry: dict[str, Any]) -> int | None:
+    """A ListOffsets partition entry's offset (v1+: `offset`; v0: `offsets`, a list)."""
+    if "offset" in entry:
+        return int(entry["offset"])
+    offsets = entry.get("offsets") or []
+    return int(offsets[0]) if offsets else None
 
 
 async def _write(cluster: Any, topic: str, leader: int, parts: Sequence[int],
@@ -116,7 +127,8 @@ async def _write(cluster: Any, topic: str, leader: int, parts: Sequence[int],
     batch = prime_batch(int(time.time() * 1000), pad)
     await cluster.connection(leader)
     request = ProduceRequest(None, -1, timeout_ms, [(topic, [(p, batch) for p in parts])])
-    answer = await cluster.send(leader, request)
+    # the direct produce path has no timeout of its own (the producer core keeps them)
+    answer = await asyncio.wait_for(cluster.send(leader, request), timeout_ms / 1000 + 5)
     return {entry[0]: entry[1] for _, entries in answer.topics for entry in entries}
 
 
@@ -140,10 +152,17 @@ async def prime_topic(cluster: Any, topic: str, timeout_s: float = 60.0,
     leaders = view.leaders[topic]
     requests = 0
     for round_pad in (pad, 0):
-        leaders, sent = await _round(cluster, topic, todo, leaders, deadline, timeout_s,
-                                     round_pad)
+        try:
+            leaders, sent = await _round(cluster, topic, todo, leaders, deadline, timeout_s,
+                                         round_pad)
+        except _TooLarge:  # max.message.bytes below the padding: the small record only
+            continue
         requests += sent
     return Priming(topic, len(todo), len(leaders) - len(todo), loop.time() - began, requests)
+
+
+class _TooLarge(Exception):
+    """The topic refused the padded record for its size."""
 
 
 async def _round(cluster: Any, topic: str, todo: list[int], leaders: list[int],
@@ -168,6 +187,14 @@ async def _round(cluster: Any, topic: str, todo: list[int], leaders: list[int],
                     if loop.time() >= deadline:
                         raise BrokerError(f"Could not prime topic {topic!r}: {exc}. Use "
                                           "--no-prime to run on the cold topic.") from exc
+                if pad and TOO_LARGE & set(codes.values()):
+                    raise _TooLarge()
+                final = {c for c in codes.values() if c > 0 and not for_code(c).retriable}
+                if final:
+                    raise BrokerError(
+                        f"Could not prime topic {topic!r}: the broker answered "
+                        f"{for_code(min(final)).__name__}. Use --no-prime to run on the "
+                        "cold topic.")
                 refused.update({p: c for p, c in codes.items() if c != 0})
                 refused.update({p: -1 for p in chunk if p not in codes})
         todo = sorted(refused)
