@@ -11,10 +11,14 @@ from producer_core.transport.priming import PRIME_KEY
 from producer_core.workload.workload import message_id_of
 
 
+def is_priming(record: Any) -> bool:
+    """A priming record (key kbatch.prime, no value: written before a run's clock,
+    `producer_core.transport.priming`), not one of the run's."""
+    return record.value is None and record.key == PRIME_KEY
+
+
 def _kept(record: Any, priming: bool) -> bool:
-    """A run's record, or with `priming` also a priming record (key kbatch.prime, no
-    value: written before the run's clock, `producer_core.transport.priming`)."""
-    return priming or not (record.value is None and record.key == PRIME_KEY)
+    return priming or not is_priming(record)
 
 
 def _entry(record: Any) -> tuple[int, int, bytes | None]:
