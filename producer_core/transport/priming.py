@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka.errors import for_code
@@ -54,8 +55,12 @@ class Priming:
     primed: int
     already_written: int
     seconds: float
-    requests: int = 0
-    """ProduceRequests written (a broker's own count of the run includes them)."""
+    requests_by_broker: dict[int, int] = field(default_factory=dict)
+    """ProduceRequests written per leader (a broker's own count of the run has them)."""
+
+    @property
+    def requests(self) -> int:
+        return sum(self.requests_by_broker.values())
 
     def as_dict(self) -> dict[str, Any]:
         return {"primed": self.primed, "already_written": self.already_written,
@@ -67,9 +72,13 @@ def priming_section(primings: Sequence[Priming]) -> dict[str, Any] | None:
     partition needed it (warm topics)."""
     if not any(p.primed for p in primings):
         return None
+    by_broker: Counter[int] = Counter()
+    for priming in primings:
+        by_broker.update(priming.requests_by_broker)
     return {"partitions": sum(p.primed for p in primings),
             "seconds": round(sum(p.seconds for p in primings), 3),
-            "requests": sum(p.requests for p in primings),
+            "requests": sum(by_broker.values()),
+            "requests_by_broker": {str(k): v for k, v in sorted(by_broker.items())},
             "topics": {p.topic: p.as_dict() for p in primings}}
 
 
@@ -150,15 +159,16 @@ async def prime_topic(cluster: Any, topic: str, timeout_s: float = 60.0,
         on_note(f"Priming {topic}: 2 records in each of its {len(todo):,} empty partitions "
                 "before the clock starts (--no-prime: leave it cold).")
     leaders = view.leaders[topic]
-    requests = 0
+    requests: Counter[int] = Counter()
     for round_pad in (pad, 0):
         try:
             leaders, sent = await _round(cluster, topic, todo, leaders, deadline, timeout_s,
                                          round_pad)
         except _TooLarge:  # max.message.bytes below the padding: the small record only
             continue
-        requests += sent
-    return Priming(topic, len(todo), len(leaders) - len(todo), loop.time() - began, requests)
+        requests.update(sent)
+    return Priming(topic, len(todo), len(leaders) - len(todo), loop.time() - began,
+                   dict(requests))
 
 
 class _TooLarge(Exception):
@@ -166,7 +176,8 @@ class _TooLarge(Exception):
 
 
 async def _round(cluster: Any, topic: str, todo: list[int], leaders: list[int],
-                 deadline: float, timeout_s: float, pad: int) -> tuple[list[int], int]:
+                 deadline: float, timeout_s: float, pad: int
+                 ) -> tuple[list[int], Counter[int]]:
     """One priming record to each partition of `todo`; the leaders it ended with and the
     requests it wrote.
     Refused partitions are asked again, at the leaders metadata then names, until the
@@ -174,12 +185,12 @@ async def _round(cluster: Any, topic: str, todo: list[int], leaders: list[int],
     `--no-prime` runs on the cold topic instead."""
     loop = asyncio.get_running_loop()
     timeout_ms = int(max(1.0, timeout_s) * 1000)
-    requests = 0
+    requests: Counter[int] = Counter()
     while todo:
         refused: dict[int, int] = {}
         for leader, parts in by_leader(todo, leaders).items():
             for chunk in chunks(parts, PARTITIONS_PER_REQUEST):
-                requests += 1
+                requests[leader] += 1
                 try:
                     codes = await _write(cluster, topic, leader, chunk, timeout_ms, pad)
                 except Exception as exc:  # noqa: BLE001 - asked again until the deadline

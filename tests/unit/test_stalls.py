@@ -118,8 +118,10 @@ def test_a_priming_record_has_the_prime_key_no_value_and_no_producer_id() -> Non
 
 def test_priming_groups_partitions_by_leader_and_sums_topics() -> None:
     assert by_leader([0, 1, 2, 3], [1, 2, 1, 2]) == {1: [0, 2], 2: [1, 3]}
-    section = priming_section([Priming("a", 1000, 0, 0.4, 10), Priming("b", 2, 8, 0.01, 2)])
+    section = priming_section([Priming("a", 1000, 0, 0.4, {1: 6, 2: 4}),
+                               Priming("b", 2, 8, 0.01, {2: 2})])
     assert section == {"partitions": 1002, "seconds": 0.41, "requests": 12,
+                       "requests_by_broker": {"1": 6, "2": 6},
                        "topics": {"a": {"primed": 1000, "already_written": 0, "seconds": 0.4,
                                         "requests": 10},
                                   "b": {"primed": 2, "already_written": 8, "seconds": 0.01,
