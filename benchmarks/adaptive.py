@@ -40,12 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-import producer_core.drivers.engine as engine_module  # noqa: E402
+import producer_core.drivers.engine_parts as engine_parts  # noqa: E402
 from benchmarks.throughput import OtherLoad  # noqa: E402
-from producer_core.brokers.embedded import EmbeddedBroker  # noqa: E402
-from producer_core.config import build_settings  # noqa: E402
-from producer_core.workload.workload import Workload  # noqa: E402
-from producer_core.workload.workload_file import load_workload  # noqa: E402
+from producer_core import EmbeddedBroker, Workload, build_settings, load_workload  # noqa: E402
+from producer_core import run as engine_run  # noqa: E402
 
 
 @dataclass
@@ -84,11 +82,11 @@ class _Recorder:
         self.chunks: list[np.ndarray] = []
 
     def install(self) -> None:
-        original = engine_module.make_policy
+        original = engine_parts.make_policy  # where the engine makes each run's policy
         recorder = self
 
         def make_policy(*args: Any, **kwargs: Any) -> Any:
-            policy = original(*args, **kwargs)
+            policy: Any = original(*args, **kwargs)  # given the hooks below
             # the hooks are opt-in capabilities (linger/base.py): the wrappers give every
             # policy both, and call the policy's own only where it has one
             begin = getattr(policy, "begin", None)
@@ -109,11 +107,11 @@ class _Recorder:
             policy.on_acknowledged = on_acknowledged
             return policy
 
-        engine_module.make_policy = make_policy
+        engine_parts.make_policy = make_policy
         self._original = original
 
     def uninstall(self) -> None:
-        engine_module.make_policy = self._original
+        engine_parts.make_policy = self._original
 
     def take(self) -> np.ndarray:
         data = np.concatenate(self.chunks) if self.chunks else np.zeros((0, 2))
@@ -131,7 +129,7 @@ def run_variant(variant: Variant, workload: Workload, recorder: _Recorder) -> Ru
         load = OtherLoad(broker.pid)
         recorder.install()
         try:
-            results = engine_module.run(workload, settings, variant.mode, broker.bootstrap)
+            results = engine_run(workload, settings, variant.mode, broker.bootstrap)
         finally:
             recorder.uninstall()
         other = load.cores()

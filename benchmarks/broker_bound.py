@@ -32,9 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from producer_core.analysis.compare import compare, parse_mode_configs
+from producer_core import Workload, compare, parse_mode_configs
 from producer_core.brokers.kafka import KafkaCluster
-from producer_core.workload.workload import Workload
 
 LATENCY_SLACK_MS = 20.0
 REQUEST_SLACK = 0.05

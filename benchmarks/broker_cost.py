@@ -31,12 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from producer_core.analysis.compare import compare, parse_mode_configs
-from producer_core.drivers.engine import run
+from producer_core import Workload, compare, parse_mode_configs, run
 from producer_core.measure.cost_model import fit
 from producer_core.measure.per_run import run_targets
 from producer_core.results.results_io import RunRecorder
-from producer_core.workload.workload import Workload
 
 SEED_MODES = "librdkafka,kafka-java,partition,java,broker,adaptive"
 GRID_MODES = ("partition", "broker")

@@ -20,11 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-from producer_core.brokers.embedded import EmbeddedBroker  # noqa: E402
-from producer_core.config import build_settings  # noqa: E402
-from producer_core.drivers.engine import run  # noqa: E402
-from producer_core.workload.payload import PayloadSpec  # noqa: E402
-from producer_core.workload.workload import Workload  # noqa: E402
+from producer_core import EmbeddedBroker, PayloadSpec, Workload, build_settings, run  # noqa: E402
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 

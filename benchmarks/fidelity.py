@@ -1,118 +1,233 @@
-"""Fidelity of kbatch's emulations against the real clients they reproduce (issue #18).
+"""Fidelity of kbatch's emulations against the real clients they reproduce (issue 42): a
+matrix of cells, each with the trace replay's request-by-request agreement and the two
+whole runs' figures side by side.
 
-For each broker (the embedded Tansu broker and a 3-node Apache Kafka cluster) and each
-scenario, runs each pair of `producer_core.drivers.kafka_java.fidelity.PAIRS` on the same workload
-(fresh topics, same seed), interleaved, and prints one table row per pair and figure with
-the bounds' verdict:
+A cell is a broker (the embedded Tansu broker, or 3 Apache Kafka nodes), a partition
+count, a rate, a window (`linger.ms` on both sides) and a `batch.size` (the client's
+default, or a value). For each pair of `producer_core.drivers.kafka_java.fidelity.PAIRS`:
 
-- seed:  1,000 partitions, 20,000 msg/s, linger.ms=500, 100-byte keyless values
-- low:   16 partitions, 100 msg/s, linger.ms=5
+- **trace replay** (pairs whose real client traces: `java` <- `kafka-java`): the real
+  client runs with its trace on, then the emulation's policy replays the trace
+  (`producer_core.analysis.trace_replay`): the share of requests with the same node,
+  partitions and records, the first divergence, and how long after the emulation's ready
+  time the client sent (its Sender's own delay). The verdict does not depend on the
+  machine's speed. Beside it, the emulation's requests with its *own* timing on the same
+  appends and round trips (`free_run`): what timing alone does to the totals.
+- **whole runs** (unless `--replay-only`): the emulation runs on the same workload, and
+  requests, msgs/request, p50/p99 and time blocked on `buffer.memory` are compared within
+  the bounds of `fidelity.py` (5%; 10% or 2 ms). These follow the machine's timing: run
+  them on a quiet machine.
 
-Both sides of a pair get the same settings explicitly (``-X acks=all`` and linger.ms), so
-the table stays valid whatever kbatch's defaults become. Latency is from each message's
-intended send time; ``--warmup`` seconds at the start are left out of latency on both
-sides (the JVM compiles its hot paths there).
+100-byte keyless values, fresh topics (on Tansu a broker per run), `-X acks=all` on both
+sides. The first `--warmup` seconds are left out of latency on both sides.
 
-    python benchmarks/fidelity.py [--seconds 25] [--warmup 5] [--brokers tansu,kafka]
-        [--scenarios seed,low] [--repeat 1] [--json PATH]
+    python benchmarks/fidelity.py [--brokers tansu,kafka] [--partitions 16,1000]
+        [--rates 2000,20000] [--windows 5,100,500] [--batch-sizes default,1048576]
+        [--pairs java,partition] [--seconds 10] [--warmup 2] [--replay-only]
+        [--save-trace DIR] [--json PATH]
+    python benchmarks/fidelity.py --replay-saved DIR   # replay saved traces again
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import gzip
+import itertools
 import json
 import sys
-from contextlib import AbstractContextManager
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from producer_core.analysis.compare import compare, parse_mode_configs
-from producer_core.drivers.engine import run as engine_run
+from producer_core import EmbeddedBroker, Workload, parse_mode_configs
+from producer_core import run as engine_run
+from producer_core.analysis.trace_replay import free_run, replay, settings_from_trace
 from producer_core.drivers.kafka_java.fidelity import PAIRS, check
-from producer_core.measure.per_run import on_own_broker
-from producer_core.workload.workload import Workload
+from producer_core.drivers.kafka_java.run import run_traced
+from producer_core.results.client_trace import ClientTrace
 
-SCENARIOS = {
-    "seed": {"partitions": 1000, "rate": 20000, "linger_ms": 500},
-    "low": {"partitions": 16, "rate": 100, "linger_ms": 5},
-}
-COMMON = [("acks", "all")]
+TRACED = {"kafka-java"}
+"""Real clients whose driver records a trace."""
 
 
-def _broker(name: str) -> AbstractContextManager[Any]:
+@contextlib.contextmanager
+def _cluster(name: str) -> Iterator[str | None]:
+    """A Kafka cluster for the whole matrix; None for Tansu (a broker per run)."""
     if name == "kafka":
         from producer_core.brokers.kafka import KafkaCluster
 
-        return KafkaCluster(nodes=3, progress=lambda m: print(m, file=sys.stderr))
-    from producer_core.brokers.embedded import EmbeddedBroker
+        with KafkaCluster(nodes=3, progress=lambda m: print(m, file=sys.stderr)) as cluster:
+            yield cluster.bootstrap
+    else:
+        yield None
 
-    return EmbeddedBroker()
+
+@contextlib.contextmanager
+def _broker(shared: str | None) -> Iterator[str]:
+    if shared is not None:
+        yield shared
+        return
+    with EmbeddedBroker() as broker:
+        yield broker.bootstrap
 
 
-def run_pair(bootstrap: str, scenario: str, pair: tuple[str, tuple[str, ...], str],
-             args: argparse.Namespace, own_brokers: bool = False) -> dict[str, Any]:
-    """One pair on one scenario; `own_brokers`: each run on its own Tansu (see per_run)."""
-    spec = SCENARIOS[scenario]
+def _figures(doc: dict[str, Any]) -> dict[str, float]:
+    return {"requests": doc["requests_sent"], "msgs_per_req": doc["msgs_per_req"],
+            "p50_ms": doc["latency"]["p50_ms"], "p99_ms": doc["latency"]["p99_ms"],
+            "blocked_s": doc.get("generator_blocked", {}).get("total_ms", 0.0) / 1000,
+            "lag_p99_ms": doc["generator_lag"]["p99_ms"],
+            "rtt_p50_ms": (doc.get("rtt") or {}).get("p50_ms", 0.0),
+            "wall_s": doc.get("duration_s", 0.0)}
+
+
+def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[str, ...], str],
+             args: argparse.Namespace) -> dict[str, Any]:
     emulation, extra, real = pair
-    workload = Workload(topic=f"fidelity-{scenario}", partitions=spec["partitions"],
-                        rate=spec["rate"], duration_s=args.seconds, message_size=100,
-                        warmup_s=args.warmup)
-    per_mode = [f"{emulation}:{item}" for item in extra]
-    runs = parse_mode_configs([real, emulation], COMMON, per_mode,
-                              linger_ms=spec["linger_ms"])
-    own = {"run_one": on_own_broker(engine_run, {})} if own_brokers else {}
-    document = compare(workload, runs, bootstrap, repeat=args.repeat, **own,
-                       on_start=lambda mode, _: print(f"  {mode}...", file=sys.stderr))
-    by_mode: dict[str, list[dict[str, Any]]] = {}
-    for run in document["runs"]:
-        by_mode.setdefault(run["mode"], []).append(run)
-    rows = []
-    for real_run, emulated_run in zip(by_mode[real], by_mode[emulation], strict=True):
-        for c in check(real_run, emulated_run):
-            rows.append({"metric": c.metric, "real": c.real, "emulated": c.emulated,
-                         "difference": c.difference, "ok": c.ok})
-    label = emulation + "".join(f" -X {item}" for item in extra)
-    return {"scenario": scenario, "real": real, "emulation": label, "rows": rows,
-            "failed": {run["mode"]: run["messages"]["failed"] for run in document["runs"]},
-            "generator_lag_p99_ms": {run["mode"]: run["generator_lag"]["p99_ms"]
-                                     for run in document["runs"]}}
+    common = [("acks", "all")]
+    if cell["batch_size"] != "default":
+        common.append(("batch.size", str(cell["batch_size"])))
+    runs = {r.mode: r.settings for r in parse_mode_configs(
+        [real, emulation], common, [f"{emulation}:{item}" for item in extra],
+        linger_ms=cell["window"])}
+    stamp = f"{int(time.time() * 1000) % 10**9}"
+
+    def workload(side: str) -> Workload:
+        return Workload(topic=f"fid-{side}-{stamp}", partitions=cell["partitions"],
+                        rate=cell["rate"], duration_s=args.seconds, warmup_s=args.warmup,
+                        message_size=100)
+
+    item: dict[str, Any] = {**cell, "real": real, "emulation": " ".join([emulation, *extra])}
+    with _broker(cluster) as bootstrap:
+        if real in TRACED:
+            results, trace = asyncio.run(run_traced(workload("real"), runs[real], bootstrap))
+            real_doc = results.to_dict()
+            specs = workload("real").topic_specs()
+            report = replay(trace, emulation, runs[emulation], specs)
+            own_timing = free_run(trace, emulation, runs[emulation], specs)
+            item["replay"] = {**report.to_dict(), "free_run_requests": own_timing.requests}
+            item["replay_lines"] = [*report.lines(), own_timing.line()]
+            if args.save_trace:
+                path = Path(args.save_trace) / (
+                    f"{cell['broker']}-{cell['partitions']}p-{cell['rate']}-"
+                    f"{cell['window']}ms-{cell['batch_size']}.json.gz")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with gzip.open(path, "wt") as handle:
+                    json.dump(trace.to_dict(), handle)
+        else:
+            real_doc = engine_run(workload("real"), runs[real], real, bootstrap).to_dict()
+    if not args.replay_only:
+        with _broker(cluster) as bootstrap:
+            emulated = engine_run(workload("emu"), runs[emulation], emulation, bootstrap)
+        emu_doc = emulated.to_dict()
+        item["whole_run"] = {"real": _figures(real_doc), "emulated": _figures(emu_doc),
+                             "checks": [{"metric": c.metric, "difference": c.difference,
+                                         "ok": c.ok} for c in check(real_doc, emu_doc)]}
+    else:
+        item["whole_run"] = {"real": _figures(real_doc)}
+    return item
+
+
+def _print(item: dict[str, Any]) -> None:
+    replay_text = "-"
+    if "replay" in item:
+        r = item["replay"]
+        delay = r.get("sender_delay") or {}
+        first = r.get("first_divergence")
+        replay_text = (f"{r['identical']:,}/{r['compared']:,} ({r['share_identical']:.2%})"
+                       + (f", first {first['kind']} at #{first['request']}" if first else "")
+                       + (f", delay p50 {delay['p50_ms']} mean {delay['mean_ms']} p99 "
+                          f"{delay['p99_ms']} ms" if delay else "")
+                       + f"; own timing {r['free_run_requests']:,} requests")
+    whole = item["whole_run"]
+    real = whole["real"]
+    emu = whole.get("emulated")
+    if emu is None:
+        whole_text = (f"real: {real['requests']:,} req, {real['msgs_per_req']:.1f} msgs/req, "
+                      f"p50 {real['p50_ms']:.1f} p99 {real['p99_ms']:.1f} ms, blocked "
+                      f"{real['blocked_s']:.1f} s, lag p99 {real['lag_p99_ms']:.1f} ms")
+    else:
+        marks = {c["metric"]: ("ok" if c["ok"] else "OUT") + " " + c["difference"]
+                 for c in whole["checks"]}
+        whole_text = (
+            f"req {real['requests']:,}/{emu['requests']:,} ({marks['requests_sent']}), "
+            f"msgs/req {real['msgs_per_req']:.1f}/{emu['msgs_per_req']:.1f}, "
+            f"p50 {real['p50_ms']:.1f}/{emu['p50_ms']:.1f} ({marks['p50_ms']}), "
+            f"p99 {real['p99_ms']:.1f}/{emu['p99_ms']:.1f} ({marks['p99_ms']}), "
+            f"blocked {real['blocked_s']:.1f}/{emu['blocked_s']:.1f} s, "
+            f"lag p99 {real['lag_p99_ms']:.1f}/{emu['lag_p99_ms']:.1f} ms, "
+            f"round trip p50 {real['rtt_p50_ms']:.1f}/{emu['rtt_p50_ms']:.1f} ms")
+    print(f"| {item['broker']} | {item['partitions']} | {item['rate']:,} | {item['window']} | "
+          f"{item['batch_size']} | {item['real']} vs {item['emulation']} | {replay_text} | "
+          f"{whole_text} |", flush=True)
+
+
+def replay_saved(folder: Path) -> None:
+    """Replay every trace saved with --save-trace through mode java again (after a change
+    of the emulation, say): one line per trace."""
+    for path in sorted(folder.glob("*.json.gz")):
+        with gzip.open(path, "rt") as handle:
+            trace = ClientTrace.from_dict(json.load(handle))
+        settings = settings_from_trace(trace, "java")
+        report = replay(trace, "java", settings)
+        own_timing = free_run(trace, "java", settings)
+        data = report.to_dict()
+        delay = data["sender_delay"] or {}
+        first = data["first_divergence"]
+        print(f"| {path.name.removesuffix('.json.gz')} | {report.identical:,}/"
+              f"{report.compared:,} ({report.share_identical:.2%}) | "
+              + (f"{first['kind']} at #{first['request']}, " if first else "")
+              + ", ".join(f"{k} {n}" for k, n in sorted(report.by_kind.items()))
+              + f" | {delay.get('p50_ms', '-')} / {delay.get('mean_ms', '-')} / "
+              f"{delay.get('p99_ms', '-')} ms | {own_timing.requests:,} "
+              f"({own_timing.difference:+.1%}) |", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=25.0)
-    parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--brokers", default="tansu,kafka")
-    parser.add_argument("--scenarios", default="seed,low")
+    parser.add_argument("--partitions", default="16,1000")
+    parser.add_argument("--rates", default="2000,20000")
+    parser.add_argument("--windows", default="5,100,500")
+    parser.add_argument("--batch-sizes", default="default,1048576")
     parser.add_argument("--pairs", default="java,partition",
                         help="emulation modes whose pairs to run")
-    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--replay-only", action="store_true",
+                        help="only the real clients' runs and their trace replays")
+    parser.add_argument("--save-trace", default=None, help="a folder for the traces")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--replay-saved", default=None,
+                        help="replay the traces in this folder (saved with --save-trace)")
     args = parser.parse_args()
+    if args.replay_saved:
+        replay_saved(Path(args.replay_saved))
+        return
     pairs = [p for p in PAIRS if p[0] in args.pairs.split(",")]
+    if args.replay_only:
+        pairs = [p for p in pairs if p[2] in TRACED]
     results = []
+    print("| broker | partitions | msg/s | window ms | batch.size | pair | trace replay: "
+          "identical requests | whole runs (real/emulated) |")
+    print("|---|---|---|---|---|---|---|---|")
     for broker_name in args.brokers.split(","):
-        with _broker(broker_name) as broker:
-            for scenario in args.scenarios.split(","):
-                for pair in pairs:
-                    print(f"{broker_name} {scenario}: {pair[2]} vs {pair[0]}", file=sys.stderr)
-                    item = run_pair(broker.bootstrap, scenario, pair, args,
-                                    own_brokers=broker_name == "tansu")
-                    item["broker"] = broker_name
-                    results.append(item)
-                    _print(item)
-                    if args.json:
-                        with open(args.json, "w") as handle:
-                            json.dump(results, handle, indent=2)
-
-
-def _print(item: dict[str, Any]) -> None:
-    print(f"| {item['broker']} | {item['scenario']} | {item['real']} vs {item['emulation']} |")
-    for row in item["rows"]:
-        verdict = "ok" if row["ok"] else "OUT"
-        print(f"|   | {row['metric']} | {row['real']:,.1f} | {row['emulated']:,.1f} | "
-              f"{row['difference']} | {verdict} |")
-    print(f"|   | failed {item['failed']}, generator lag p99 ms "
-          f"{item['generator_lag_p99_ms']} |", flush=True)
+        with _cluster(broker_name) as cluster:
+            for partitions, rate, window, batch_size, pair in itertools.product(
+                    [int(p) for p in args.partitions.split(",")],
+                    [int(r) for r in args.rates.split(",")],
+                    [int(w) for w in args.windows.split(",")],
+                    args.batch_sizes.split(","), pairs):
+                cell = {"broker": broker_name, "partitions": partitions, "rate": rate,
+                        "window": window, "batch_size": batch_size}
+                print(f"  {cell} {pair[2]} vs {pair[0]}", file=sys.stderr)
+                item = run_cell(cluster, cell, pair, args)
+                results.append(item)
+                _print(item)
+                if args.json:
+                    Path(args.json).write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

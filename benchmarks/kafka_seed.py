@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from producer_core.analysis.compare import compare, parse_mode_configs
+from producer_core import compare, parse_mode_configs
 from producer_core.brokers.kafka import KafkaCluster
 from producer_core.transport.transport import Cluster
 
@@ -50,7 +50,7 @@ _SUMMARY = re.compile(
 
 
 def kbatch_modes(args: argparse.Namespace, cluster: KafkaCluster) -> dict[str, Any]:
-    from producer_core.workload.workload import Workload
+    from producer_core import Workload
 
     modes = args.modes.split(",")
     workload = Workload(topic="kafka-seed", partitions=args.partitions, rate=args.rate,

@@ -22,11 +22,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from producer_core.analysis.compare import compare, parse_mode_configs, summary_rows
+from producer_core import MODES, Workload, compare, parse_mode_configs, summary_rows
 from producer_core.brokers.lab import Lab
 from producer_core.brokers.lab.protocol import API_PRODUCE
-from producer_core.config import MODES
-from producer_core.workload.workload import Workload
 
 WANTED_MODES = ("librdkafka", "partition", "broker")
 SEED_FIGURES = {  # the seed's own numbers: 3 brokers, 60 s, 20,000 msg/s, window 500 ms

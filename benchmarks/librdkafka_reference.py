@@ -56,10 +56,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from producer_core.analysis.compare import compare, parse_mode_configs
+from producer_core import Workload, compare, parse_mode_configs
 from producer_core.brokers.kafka import KafkaCluster
 from producer_core.measure.process_cost import read_cpu
-from producer_core.workload.workload import Workload
 
 _SUMMARY = re.compile(
     r"% (\d+) messages produced \((\d+) bytes\), (\d+) delivered \(offset -?\d+, (\d+) failed\) "

@@ -24,9 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from producer_core.analysis.compare import compare, parse_mode_configs
-from producer_core.brokers.embedded import EmbeddedBroker
-from producer_core.workload.workload_file import load_workload
+from producer_core import EmbeddedBroker, compare, load_workload, parse_mode_configs
 
 WORKLOAD = Path(__file__).resolve().parent.parent / "workloads" / "many-topics.yaml"
 HOT_TOPICS = ("hot-orders", "hot-clicks")

@@ -81,10 +81,8 @@ def own_cpu_s() -> float:
 
 def child(args: argparse.Namespace) -> None:
     """One run, in this process: create the topic, say READY, run, print the figures."""
-    from producer_core.analysis.compare import parse_mode_configs
-    from producer_core.drivers.engine import run
+    from producer_core import Workload, parse_mode_configs, run
     from producer_core.transport.transport import Cluster
-    from producer_core.workload.workload import Workload
 
     topic = f"scaling-{args.mode}-{args.partitions}-{time.time_ns()}"
 
@@ -197,7 +195,7 @@ def measure(args: argparse.Namespace, bootstrap: str, broker_pids: list[int], mo
 def start_broker(name: str) -> tuple[AbstractContextManager[Any], str, list[int], str]:
     """A started broker: (its context to stop it, bootstrap, pids, description)."""
     if name == "tansu":
-        from producer_core.brokers.embedded import EmbeddedBroker
+        from producer_core import EmbeddedBroker
 
         broker = EmbeddedBroker().start()
         assert broker.pid is not None

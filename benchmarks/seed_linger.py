@@ -25,11 +25,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from producer_core.analysis.compare import ModeRun, compare, parse_mode_configs, summary_rows
-from producer_core.config import build_settings
-from producer_core.drivers.engine import run as engine_run
+from producer_core import (
+    ModeRun,
+    Workload,
+    build_settings,
+    compare,
+    parse_mode_configs,
+    summary_rows,
+)
+from producer_core import run as engine_run
 from producer_core.measure.per_run import on_own_broker
-from producer_core.workload.workload import Workload
 
 SEED_FIGURES = {  # the seed's own numbers: 3 brokers, 60 s
     20000: {"partition": "25,848 req, 46.4 msgs/req, p50 360 ms",

@@ -37,16 +37,13 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from producer_core import EmbeddedBroker, Workload, build_settings, run  # noqa: E402
 from producer_core.analysis.analyze import analyze, find_runs, session_conf  # noqa: E402
-from producer_core.brokers.embedded import EmbeddedBroker  # noqa: E402
-from producer_core.config import build_settings  # noqa: E402
 from producer_core.distributed.plan import parse_master  # noqa: E402
 from producer_core.distributed.session import spark_session  # noqa: E402
 from producer_core.distributed.spark_runner import SparkRunner  # noqa: E402
-from producer_core.drivers.engine import run  # noqa: E402
 from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir  # noqa: E402
 from producer_core.results.run_facts import run_document  # noqa: E402
-from producer_core.workload.workload import Workload  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -30,10 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-from producer_core.brokers.embedded import EmbeddedBroker  # noqa: E402
-from producer_core.config import build_settings  # noqa: E402
-from producer_core.drivers.engine import Delivery, run  # noqa: E402
-from producer_core.workload.workload import Workload  # noqa: E402
+from producer_core import Delivery, EmbeddedBroker, Workload, build_settings, run  # noqa: E402
 
 WINDOW_MS = 500
 PARTITIONS = 1000
@@ -48,7 +45,7 @@ MODE_SETTINGS = {
 
 def load_spread(deliveries: list[Delivery], partitions: int) -> tuple[int, float]:
     """(partitions touched, coefficient of variation of records per partition)."""
-    counts = Counter()
+    counts: Counter[int] = Counter()
     for delivery in deliveries:
         counts[delivery.partition] += len(delivery.message_ids)
     per = np.zeros(partitions)

@@ -40,11 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-from producer_core.brokers.embedded import EmbeddedBroker  # noqa: E402
-from producer_core.config import build_settings  # noqa: E402
-from producer_core.drivers.engine import Progress, run  # noqa: E402
+from producer_core import EmbeddedBroker, Progress, Workload, build_settings, run  # noqa: E402
 from producer_core.transport.transport import Cluster  # noqa: E402
-from producer_core.workload.workload import Workload  # noqa: E402
 
 POLL_EVERY = 100
 """confluent-kafka: messages produced between two poll(0) calls (serves delivery callbacks)."""

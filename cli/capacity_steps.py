@@ -62,8 +62,10 @@ def capacity_document(results: dict[str, Capacity], criteria: Criteria,
     report), each run stamped with its mode's answer so `MODE.max_sustainable_msgs_per_s`
     is a gate metric; ``rounds``: each probe's number within its mode and its Results."""
     answers = {mode: found.max_sustainable_msgs_per_s for mode, found in results.items()}
-    probe_runs = [run_document(result, facts, round=count,
-                               **{METRIC: answers.get(result.mode) or 0.0})
+    # METRIC is none of run_document's own keywords: it lands in **extra
+    probe_runs = [run_document(
+        result, facts, round=count,
+        **{METRIC: answers.get(result.mode) or 0.0})  # type: ignore[arg-type]  # see above
                   for count, result in rounds]
     workload = dict(probe_runs[0]["workload"]) if probe_runs else {}
     workload.update(rate=None, topic=None)  # the probes' rates are the search's

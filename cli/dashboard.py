@@ -78,7 +78,7 @@ def parse_address(text: str) -> tuple[str, int, bool]:
     except socket.gaierror as exc:
         raise UsageError(f"--dashboard {text!r}: cannot resolve host {host!r} "
                          f"({exc.strerror}).") from None
-    loopback = all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback
+    loopback = all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback
                    for info in infos)
     return host, int(match["port"]), loopback
 
@@ -211,7 +211,7 @@ def open_dashboard(spec: str | None, title: str) -> Dashboard | None:
         return None
     host, port, loopback = parse_address(spec)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    handler = type("Handler", (_Handler,), {})
+    handler: type[_Handler] = type("Handler", (_Handler,), {})
     server_class = type("Server", (_Server,), {"address_family": family})
     try:
         server = server_class((host, port), handler)

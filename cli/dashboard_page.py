@@ -209,9 +209,9 @@ def _sweep_document(snapshot: Snapshot) -> dict[str, Any] | None:
 def _eta(seconds: float | None) -> str:
     if seconds is None:
         return ""
-    from cli.results_tables import _duration
+    from cli.results_tables import duration_text
 
-    return _duration(seconds)
+    return duration_text(seconds)
 
 
 def state_document(snapshot: Snapshot, figures: dict[str, Any] | None,

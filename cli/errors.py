@@ -53,4 +53,4 @@ def friendly_errors(func: F) -> F:
             )
             sys.exit(EXIT_RUNTIME)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # wraps: same call as func

@@ -24,15 +24,15 @@ from cli.html_figures import (
     over_time_figures,
     percentile_figure,
 )
-from cli.markdown import _plain
+from cli.markdown import plain_text
 from cli.results_tables import (
-    _facts,
-    _labels,
-    _median_of,
-    _name,
-    _run_label,
+    fact_lines,
     latency_table,
     live_table,
+    median_of,
+    mode_labels,
+    results_name,
+    run_label,
     run_topic_tables,
 )
 from producer_core.results.results_io import LoadedResults, run_group
@@ -77,9 +77,9 @@ def table_to_html(table: Table, modes: Mapping[str, str] | None = None) -> str:
     key of `modes` (a mode, a sweep cell) gets that mode's colour swatch."""
     modes = modes or {}
     headers = "".join(
-        f"<th class=\"{'num' if c.justify == 'right' else ''}\">{html.escape(_plain(c.header))}"
+        f"<th class=\"{'num' if c.justify == 'right' else ''}\">{html.escape(plain_text(c.header))}"
         "</th>" for c in table.columns)
-    columns = [[_plain(cell).replace("\\|", "|") for cell in c.cells] for c in table.columns]
+    columns = [[plain_text(cell).replace("\\|", "|") for cell in c.cells] for c in table.columns]
     rows = []
     for row in zip(*columns, strict=True):
         cells = []
@@ -92,7 +92,7 @@ def table_to_html(table: Table, modes: Mapping[str, str] | None = None) -> str:
             cls = " class=\"num\"" if column.justify == "right" else ""
             cells.append(f"<td{cls}>{swatch}{html.escape(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    caption = f"<caption>{html.escape(_plain(table.title))}</caption>" if table.title else ""
+    caption = f"<caption>{html.escape(plain_text(table.title))}</caption>" if table.title else ""
     return (f"<table class=\"kb\">{caption}<thead><tr>{headers}</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 
@@ -118,7 +118,7 @@ def page(title: str, subtitle: str, body: str, script: str = "") -> str:
 
 def _section(item: LoadedResults) -> str:
     parts = [f"<h2>{html.escape(str(item.path))}</h2>", "<ul class=\"facts\">"]
-    parts += [f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in _facts(item)]
+    parts += [f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in fact_lines(item)]
     parts.append("</ul>")
     modes = {mode: mode for mode in item.modes} | {
         run_group(run): run["mode"] for run in item.runs}
@@ -130,7 +130,7 @@ def _section(item: LoadedResults) -> str:
         parts.append(f"<p class=\"recommend\"><b>Recommendation for "
                      f"{html.escape(item.document['sweep']['slo'])}:</b> "
                      f"{html.escape(recommendation['text'])}</p>")
-    warnings = [(_run_label(item, run), w) for run in item.runs
+    warnings = [(run_label(item, run), w) for run in item.runs
                 for w in run.get("warnings", [])]
     if warnings:
         parts.append("<h3>Warnings</h3><ul class=\"warn\">" + "".join(
@@ -145,8 +145,8 @@ def over_time_lines(loaded: Sequence[LoadedResults]) -> tuple[list[Line], list[s
     many = len(loaded) > 1
     for item in loaded:
         for run in item.runs:
-            label = _run_label(item, run)
-            label = f"{_name(item)}: {label}" if many else label
+            label = run_label(item, run)
+            label = f"{results_name(item)}: {label}" if many else label
             rows = (run.get("intervals") or {}).get("run")
             if rows:
                 lines.append(Line(label, run["mode"], rows))
@@ -164,12 +164,12 @@ def chart_figures(loaded: Sequence[LoadedResults]) -> tuple[dict[str, tuple[Any,
         frontier = frontier_figure(item.document)
         if frontier is not None:
             figures[f"frontier-{index}" if index else "frontier"] = (frontier, True)
-    labels = _labels(loaded)
+    labels = mode_labels(loaded)
     figures["requests"] = (bars_figure(
         [label for _, _, label in labels],
         [_mode_of(item, mode) for item, mode, _ in labels],
-        [_median_of(item, mode, "requests_sent") for item, mode, _ in labels],
-        [_median_of(item, mode, "msgs_per_req") for item, mode, _ in labels]), False)
+        [median_of(item, mode, "requests_sent") for item, mode, _ in labels],
+        [median_of(item, mode, "msgs_per_req") for item, mode, _ in labels]), False)
     figures["latency"] = (percentile_figure(
         [(label, _mode_of(item, mode), item.latency_histogram(mode))
          for item, mode, label in labels]), False)

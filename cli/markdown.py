@@ -6,7 +6,8 @@ from rich.table import Table
 from rich.text import Text
 
 
-def _plain(cell: object) -> str:
+def plain_text(cell: object) -> str:
+    """A rich cell without its markup, safe in a Markdown table (the HTML report uses it)."""
     if isinstance(cell, Text):
         text = cell.plain
     elif isinstance(cell, str):
@@ -18,12 +19,12 @@ def _plain(cell: object) -> str:
 
 def table_to_markdown(table: Table) -> str:
     """The same title, headers and cells as ``table``, as a Markdown table."""
-    headers = [_plain(column.header) for column in table.columns]
+    headers = [plain_text(column.header) for column in table.columns]
     align = ["---:" if column.justify == "right" else "---" for column in table.columns]
-    columns = [[_plain(cell) for cell in column.cells] for column in table.columns]
+    columns = [[plain_text(cell) for cell in column.cells] for column in table.columns]
     lines = []
     if table.title:
-        lines += [f"**{_plain(table.title)}**", ""]
+        lines += [f"**{plain_text(table.title)}**", ""]
     lines.append("| " + " | ".join(headers) + " |")
     lines.append("| " + " | ".join(align) + " |")
     for row in zip(*columns, strict=True):

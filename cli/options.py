@@ -88,7 +88,8 @@ RUN_WIDE_FLAGS = {"duration": "duration_s", "messages": "messages", "seed": "see
                   "warmup": "warmup_s"}
 
 
-def _explicit(name: str) -> bool:
+def option_given(name: str) -> bool:
+    """Whether the user gave option `name` (not its default): flags that clash only then."""
     context = click.get_current_context(silent=True)
     if context is None:
         return False
@@ -98,7 +99,7 @@ def _explicit(name: str) -> bool:
 
 def workload_from_file(path: Path, flags: dict[str, Any]) -> Workload:
     """A workload file, with the run-wide options the user gave on the command line."""
-    clashing = [f"--{name.replace('_', '-')}" for name in ONE_TOPIC_FLAGS if _explicit(name)]
+    clashing = [f"--{name.replace('_', '-')}" for name in ONE_TOPIC_FLAGS if option_given(name)]
     if clashing:
         raise UsageError(
             f"{', '.join(clashing)} cannot be combined with --workload: the file describes the "
@@ -108,7 +109,7 @@ def workload_from_file(path: Path, flags: dict[str, Any]) -> Workload:
 
     workload = load_workload(path)
     overrides = {field: flags[flag] for flag, field in RUN_WIDE_FLAGS.items()
-                 if _explicit(flag)}
+                 if option_given(flag)}
     workload = replace(workload, **overrides) if overrides else workload
     from cli.render import console
 

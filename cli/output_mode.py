@@ -63,7 +63,8 @@ def apply(output: Output) -> None:
     current = output
     for target in (console, out):
         target.quiet = output.quiet
-    out.file = sys.stderr if output.json_stdout else None  # type: ignore[assignment]
+    # None: rich's default again (standard output at each write)
+    out.file = sys.stderr if output.json_stdout else None  # type: ignore[assignment]  # see above
 
 
 def emit_json(path: Path | None, payload: Any, write: Callable[[Path, Any], None]) -> None:
@@ -119,7 +120,7 @@ class ProgressSink:
 
         self.dashboard = dashboard_run(label)  # the live page's feed (--dashboard)
         if not self.print_intervals and self.dashboard is None:
-            self.on_interval = None  # type: ignore[assignment]
+            self.on_interval = None  # type: ignore[assignment]  # None: no rows wanted
 
     def __call__(self, progress: Progress) -> None:
         if self.dashboard is not None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.options import _explicit
+from cli.options import option_given
 from producer_core.errors import UsageError
 
 if TYPE_CHECKING:  # the payload's module needs numpy: only to run, not for --help
@@ -52,10 +52,10 @@ def payload_from_flags(flags: dict[str, Any]) -> PayloadSpec:
 
     path, delimiter, compressibility = (flags.pop(name) for name in PAYLOAD_FLAGS)
     if path is None:
-        if _explicit("payload_delimiter"):
+        if option_given("payload_delimiter"):
             raise UsageError("--payload-delimiter applies only with --payload-file.")
         return PayloadSpec(compressibility=compressibility)
-    if _explicit("message_size"):
+    if option_given("message_size"):
         raise UsageError("--message-size cannot be combined with --payload-file: the file's "
                          "records are the values (each prefixed with the 8-byte message id).")
     return PayloadSpec("file", compressibility, str(path), delimiter)

@@ -17,13 +17,13 @@ from cli.markdown import table_to_markdown
 from cli.output_paths import writable_dir, writable_file
 from cli.render import console, out
 from cli.results_tables import (
-    _facts,
-    _labels,
-    _median_of,
-    _name,
-    _run_label,
+    fact_lines,
     latency_table,
     live_table,
+    median_of,
+    mode_labels,
+    results_name,
+    run_label,
     run_topic_tables,
 )
 from producer_core.modes import keeps_request_log
@@ -53,7 +53,7 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
         loaded = [item for item in loaded if item not in searches]
         if not loaded:
             return charts
-    labels = _labels(loaded)
+    labels = mode_labels(loaded)
     modes = [mode for _, mode, _ in labels]
     from cli.sweep_chart import sweep_charts  # a sweep's frontier.png comes first
 
@@ -69,16 +69,16 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
         charts["ack_vs_e2e"] = ack_vs_e2e_chart(with_e2e, out_dir / "ack_vs_e2e.png")
     charts["requests"] = requests_chart(
         [label for _, _, label in labels],
-        [_median_of(item, mode, "requests_sent") for item, mode, _ in labels],
-        [_median_of(item, mode, "msgs_per_req") for item, mode, _ in labels],
+        [median_of(item, mode, "requests_sent") for item, mode, _ in labels],
+        [median_of(item, mode, "msgs_per_req") for item, mode, _ in labels],
         out_dir / "requests.png", modes=modes)
     over_time: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     series: dict[str, np.ndarray] = {}
     series_modes: list[str] = []
     for item in loaded:
         for run in item.runs:
-            label = _run_label(item, run)
-            label = f"{_name(item)}: {label}" if len(loaded) > 1 else label
+            label = run_label(item, run)
+            label = f"{results_name(item)}: {label}" if len(loaded) > 1 else label
             rows = (run.get("intervals") or {}).get("run")
             if rows:
                 over_time[label] = (run["mode"], rows)
@@ -101,8 +101,8 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
     from cli.broker_cost_chart import broker_cost_chart
 
     cost = broker_cost_chart(
-        [(f"{_name(item)}: {_run_label(item, run)}" if len(loaded) > 1
-          else _run_label(item, run), run["mode"], run["broker_cost"])
+        [(f"{results_name(item)}: {run_label(item, run)}" if len(loaded) > 1
+          else run_label(item, run), run["mode"], run["broker_cost"])
          for item in loaded for run in item.runs if run.get("broker_cost")],
         out_dir / "broker_cost.png")
     if cost is not None:
@@ -121,7 +121,7 @@ def _e2e_histogram(item: LoadedResults, mode: str) -> LatencyHistogram | None:
 
 def _missing_over_time(loaded: Sequence[LoadedResults]) -> list[str]:
     """Runs that no over-time chart shows, so the report can say so."""
-    return [f"{_name(item)}: {_run_label(item, run)}" for item in loaded for run in item.runs
+    return [f"{results_name(item)}: {run_label(item, run)}" for item in loaded for run in item.runs
             if not (run.get("intervals") or {}).get("run")
             and (item.companion(run, "requests") is None or not keeps_request_log(run["mode"]))]
 
@@ -143,7 +143,7 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
     """The report as Markdown; chart links are relative to ``markdown_path``."""
     lines = ["# kbatch report", ""]
     for item in loaded:
-        lines += [f"## {item.path}", "", *_facts(item), ""]
+        lines += [f"## {item.path}", "", *fact_lines(item), ""]
         lines += [table_to_markdown(live_table(item)), table_to_markdown(latency_table(item))]
         lines += [table_to_markdown(t) for t in run_topic_tables(item)]
         warnings = [(run["mode"], w) for run in item.runs for w in run.get("warnings", [])]

@@ -6,7 +6,7 @@ them without importing each other."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.markup import escape
@@ -15,6 +15,9 @@ from rich.table import Table
 from cli.render import comparison_table, out, summary_table, topics_table
 from producer_core.results.metric_catalog import SUMMARY_METRICS
 from producer_core.results.results_io import RESULTS_FILE, LoadedResults, run_group
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 LATENCY_COLUMNS = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"),
                    ("p99.9", "p999_ms"), ("max", "max_ms"), ("mean", "mean_ms"))
@@ -38,7 +41,7 @@ def latency_table(item: LoadedResults) -> Table:
     table = Table(title="ack latency, intended send → acknowledgement (ms)" + (
         "; end-to-end, intended send → consume (--consume)" if e2e else ""),
         box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
-    labels = [_run_label(item, run) for run in item.runs]
+    labels = [run_label(item, run) for run in item.runs]
     table.add_column("run", no_wrap=True, min_width=max(map(len, labels), default=3))
     for header, _ in LATENCY_COLUMNS:
         table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
@@ -48,7 +51,7 @@ def latency_table(item: LoadedResults) -> Table:
             latency = run.get(key)
             if latency is None:
                 continue
-            table.add_row(_run_label(item, run) + suffix, *(
+            table.add_row(run_label(item, run) + suffix, *(
                 f"{latency[k]:,.3f}" for _, k in LATENCY_COLUMNS), f"{latency['count']:,}")
     return table
 
@@ -59,35 +62,38 @@ def run_topic_tables(item: LoadedResults) -> list[Table]:
     for run in item.runs:
         if len(run.get("topics", {})) > 1:
             table = topics_table(run)
-            table.title = f"{_run_label(item, run)}: {table.title}"
+            table.title = f"{run_label(item, run)}: {table.title}"
             tables.append(table)
     return tables
 
 
-def _run_label(item: LoadedResults, run: dict[str, Any]) -> str:
+def run_label(item: LoadedResults, run: dict[str, Any]) -> str:
+    """A run's label in tables and charts (the HTML and Markdown reports share it)."""
     repeat = item.document.get("repeat", 1)
     return run_group(run) + (f" round {run.get('round', 1)}" if repeat > 1 else "")
 
 
-def _name(item: LoadedResults) -> str:
+def results_name(item: LoadedResults) -> str:
+    """An input's short name: its results directory, or its file's stem."""
     return item.path.parent.name if item.path.name == RESULTS_FILE else item.path.stem
 
 
-def _labels(loaded: Sequence[LoadedResults]) -> list[tuple[LoadedResults, str, str]]:
+def mode_labels(loaded: Sequence[LoadedResults]) -> list[tuple[LoadedResults, str, str]]:
     """(results, mode, chart label) for every mode of every input."""
     many = len(loaded) > 1
-    return [(item, mode, f"{_name(item)}: {mode}" if many else mode)
+    return [(item, mode, f"{results_name(item)}: {mode}" if many else mode)
             for item in loaded for mode in item.modes]
 
 
-def _median_of(item: LoadedResults, mode: str, metric: str) -> float:
+def median_of(item: LoadedResults, mode: str, metric: str) -> float:
     """What the live table shows for a mode: the comparison's median, or the run's value."""
     if item.kind == "comparison":
         return float(item.document["summary"][mode][metric]["median"])
     return float(SUMMARY_METRICS[metric](item.document))
 
 
-def _facts(item: LoadedResults) -> list[str]:
+def fact_lines(item: LoadedResults) -> list[str]:
+    """The workload and target of an input, one Markdown list line each (both reports)."""
     doc = item.document
     w = doc["workload"]
     rate = w.get("rate")
@@ -126,7 +132,8 @@ def _facts(item: LoadedResults) -> list[str]:
     return lines
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """Seconds as a person reads them (s, min, h): sweep's ETA and the dashboard share it."""
     seconds = max(0, round(seconds))
     if seconds < 60:
         return f"{seconds} s"
@@ -207,9 +214,11 @@ METRIC = "max_sustainable_msgs_per_s"
 def capacity_table(document: dict[str, Any]) -> Table:
     """One row per mode: the rate, the bracket it ended in, probes run, why it stopped."""
     table = Table(title=f"highest sustained rate, {document['capacity']['slo']}")
-    for name, justify in (("mode", "left"), ("msg/s", "right"), ("bracket", "right"),
-                          ("probes", "right"), ("search", "left")):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("mode", "left"), ("msg/s", "right"), ("bracket", "right"), ("probes", "right"),
+        ("search", "left"))
+    for name, justify in columns:
+        table.add_column(name, justify=justify, overflow="fold")
     for mode, found in document["capacity"]["modes"].items():
         value = found[METRIC]
         lo, hi = found["bracket"]

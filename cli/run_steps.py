@@ -106,8 +106,8 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
     runner = runner_from_flags(workload_flags, bootstrap_servers)
     settings = other_mode_warnings(
         finish_settings(build_settings(client.assignments, mode=mode), client), mode)
-    payload = payload_from_flags(workload_flags)
-    workload = with_payload(workload_from_flags(**workload_flags), payload)
+    payload_spec = payload_from_flags(workload_flags)
+    workload = with_payload(workload_from_flags(**workload_flags), payload_spec)
     check_fits(workload, settings)
     check_verify(verify, runner, workload)
     check_consume(consume, runner.master, workload)

@@ -23,7 +23,7 @@ from cli.dashboard import finish_dashboard, open_dashboard, sweep_hooks
 from cli.options import lab_shape, workload_from_flags
 from cli.output_paths import writable_dir
 from cli.render import console, out
-from cli.results_tables import _duration, sweep_table
+from cli.results_tables import duration_text, sweep_table
 from cli.run_pipeline import run_pipeline
 from cli.spark_opts import Runner, checked_spark_target
 from cli.stopping import StopOnSignal
@@ -90,7 +90,7 @@ class SweepProgress:
 
     def eta(self, remaining: int) -> str:
         # Spark: a unit's seconds are its wave's divided by the cells in it.
-        return _duration(eta_s(self.seconds, remaining, self.estimate_s / self.parallel))
+        return duration_text(eta_s(self.seconds, remaining, self.estimate_s / self.parallel))
 
     def start(self, cell: Any, round_index: int, index: int, total: int) -> None:
         what = f"{cell.id} round {round_index}"
@@ -143,7 +143,8 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
         console.print("[yellow]Warning: --reference-mode applies only with --slo (it picks "
                       "the recommendation's comparison); ignored.[/]")
     if rates and workload_flags.get("workload_file") is None and \
-            click.get_current_context().get_parameter_source("rate").name == "COMMANDLINE":
+            click.get_current_context().get_parameter_source("rate") == \
+            click.core.ParameterSource.COMMANDLINE:
         raise UsageError("--rate and --rates cannot be combined: --rates gives the rates.")
     cells = expand_grid(modes, windows, rates, axes)
     check_cells(cells, common)

@@ -31,11 +31,10 @@ from producer_core.modes import mode as mode_spec
 from producer_core.modes.bruce_topics import (  # mode bruce's per-topic settings
     BRUCE_TOPIC_PREFIX,
     BRUCE_TOPIC_SETTINGS,
+    bruce_topic_spec,
 )
-from producer_core.modes.bruce_topics import bruce_topic_spec as _bruce_topic_spec
 from producer_core.modes.librdkafka import LIBRDKAFKA_RESERVED
-from producer_core.modes.spec import SettingSpec
-from producer_core.modes.spec import setting as _spec
+from producer_core.modes.spec import SettingSpec, setting
 from producer_core.security import SECURITY_KEYS, build_security
 from producer_core.settings import ACKS_VALUES, ProducerSettings  # noqa: F401 - re-exported
 from producer_core.workload.partitioners import PARTITIONERS
@@ -47,67 +46,67 @@ IDEMPOTENT_MAX_IN_FLIGHT = 5
 
 SETTINGS: dict[str, SettingSpec] = dict(
     [
-        _spec("linger.ms", 5, "int", "per-partition linger: how long a partition's oldest "
-              "message may wait for company before its batch is ready", 0, 900_000,
-              modes=("partition", "java", "librdkafka")),
-        _spec("batch.size", 16384, "int", "bytes per partition batch; a full batch is "
-              "ready at once", 64, 64 * 1024 * 1024),
-        _spec("acks", "all", "acks", "0 (no response), 1 (leader) or all (every in-sync "
-              "replica; the default, as Java >= 3.0 and librdkafka)", choices=("0", "1", "all")),
-        _spec("enable.idempotence", "true", "choice", "idempotent producer (as Java >= 3.0): "
-              "a producer id and per-partition sequence numbers, so retries are written once "
-              "and in order; needs acks=all and max.in.flight.requests.per.connection <= 5. "
-              "Left unset, a conflicting acks or max.in.flight turns it off with a warning",
-              choices=("true", "false")),
-        _spec("transactional.id", "", "str", "transactional producer (implies idempotence): "
-              "FindCoordinator, InitProducerId with this id, AddPartitionsToTxn before a "
-              "partition's first batch of a transaction, EndTxn every "
-              "transaction.duration.ms (empty: not transactional)"),
-        _spec("transaction.duration.ms", 3000, "int", "with transactional.id: each "
-              "transaction is committed this long after it began (kafka-producer-perf-test's "
-              "--transaction-duration-ms)", 1, 900_000),
-        _spec("transaction.abort.every", 0, "int", "with transactional.id: abort every K-th "
-              "transaction instead of committing it (0: never), for --verify with "
-              "read_committed", 0, 1_000_000_000),
-        _spec("transaction.timeout.ms", 60000, "int", "with transactional.id: the "
-              "coordinator aborts a transaction open longer than this", 1, 900_000),
-        _spec("max.in.flight.requests.per.connection", 5, "int",
-              "ProduceRequests awaiting a response per broker connection", 1, 1000),
-        _spec("request.timeout.ms", 30000, "int", "how long a ProduceRequest may wait for its "
-              "response; then its connection is closed and its messages are retried (or "
-              "their outcome is unknown)", 1, 3_600_000),
-        _spec("delivery.timeout.ms", 120000, "int", "upper bound from append to outcome, "
-              "queued, in flight and retrying included; past it a message fails (or, if it "
-              "may have been written, its outcome is unknown)", 1, 86_400_000),
-        _spec("retries", MAX_RETRIES, "int", "times a batch is re-sent after a retriable "
-              "error (default: unbounded but for delivery.timeout.ms, as Java)",
-              0, MAX_RETRIES),
-        _spec("retry.backoff.ms", 100, "int", "pause before a batch is re-sent", 0, 60_000),
-        _spec("max.request.size", 1048576, "int", "largest ProduceRequest in bytes; bounds "
-              "how many partition batches one request may carry", 1024, 1024 * 1024 * 1024),
-        _spec("produce.request.max.partitions", -1, "int", "partitions per ProduceRequest "
-              "at most (-1: unlimited; 1 reproduces stock librdkafka)", -1, 1_000_000),
-        _spec("buffer.memory", 33554432, "int", "bytes of records the producer may hold "
-              "unsent (mode java: batch.size per batch until its response, as Java's "
-              "BufferPool); when full the generator waits up to max.block.ms", 1024, 1 << 40),
-        _spec("max.block.ms", 60000, "int", "how long the generator waits for buffer.memory "
-              "per message; then the message fails with reason max.block.ms", 0, 86_400_000),
-        _spec("compression.type", "none", "choice", "record batch compression",
-              choices=("none", "gzip", "snappy", "lz4", "zstd")),
-        _spec("client.id", "kbatch", "str", "client id sent in every request header"),
-        _spec("partitioner", "round_robin", "choice", "how messages get partitions: "
-              "round_robin (keyless one at a time), sticky (KIP-480), uniform_sticky "
-              "(KIP-794), or a librdkafka name; keys keep murmur2 unless a librdkafka name "
-              "hashes them (docs/guides/modes.md, 'Partitioners')", choices=PARTITIONERS),
-        _spec("partitioner.adaptive.partitioning.enable", "true", "choice", "uniform_sticky: "
-              "weight the next partition by its queued batches", choices=("true", "false")),
-        _spec("partitioner.availability.timeout.ms", 0, "int", "uniform_sticky adaptive: "
-              "skip brokers with a batch ready and undrained this long (0: off)", 0, 3_600_000),
-        _spec("partitioner.ignore.keys", "false", "choice", "uniform_sticky: partition keyed "
-              "messages like keyless ones", choices=("true", "false")),
-        _spec("sticky.partitioning.linger.ms", 10, "int", "librdkafka partitioner names: how "
-              "long keyless messages stick to one random partition (0: random each)",
-              0, 900_000),
+        setting("linger.ms", 5, "int", "per-partition linger: how long a partition's oldest "
+                "message may wait for company before its batch is ready", 0, 900_000,
+                modes=("partition", "java", "librdkafka")),
+        setting("batch.size", 16384, "int", "bytes per partition batch; a full batch is "
+                "ready at once", 64, 64 * 1024 * 1024),
+        setting("acks", "all", "acks", "0 (no response), 1 (leader) or all (every in-sync "
+                "replica; the default, as Java >= 3.0 and librdkafka)", choices=("0", "1", "all")),
+        setting("enable.idempotence", "true", "choice", "idempotent producer (as Java >= 3.0): "
+                "a producer id and per-partition sequence numbers, so retries are written once "
+                "and in order; needs acks=all and max.in.flight.requests.per.connection <= 5. "
+                "Left unset, a conflicting acks or max.in.flight turns it off with a warning",
+                choices=("true", "false")),
+        setting("transactional.id", "", "str", "transactional producer (implies idempotence): "
+                "FindCoordinator, InitProducerId with this id, AddPartitionsToTxn before a "
+                "partition's first batch of a transaction, EndTxn every "
+                "transaction.duration.ms (empty: not transactional)"),
+        setting("transaction.duration.ms", 3000, "int", "with transactional.id: each "
+                "transaction is committed this long after it began (kafka-producer-perf-test's "
+                "--transaction-duration-ms)", 1, 900_000),
+        setting("transaction.abort.every", 0, "int", "with transactional.id: abort every K-th "
+                "transaction instead of committing it (0: never), for --verify with "
+                "read_committed", 0, 1_000_000_000),
+        setting("transaction.timeout.ms", 60000, "int", "with transactional.id: the "
+                "coordinator aborts a transaction open longer than this", 1, 900_000),
+        setting("max.in.flight.requests.per.connection", 5, "int",
+                "ProduceRequests awaiting a response per broker connection", 1, 1000),
+        setting("request.timeout.ms", 30000, "int", "how long a ProduceRequest may wait for its "
+                "response; then its connection is closed and its messages are retried (or "
+                "their outcome is unknown)", 1, 3_600_000),
+        setting("delivery.timeout.ms", 120000, "int", "upper bound from append to outcome, "
+                "queued, in flight and retrying included; past it a message fails (or, if it "
+                "may have been written, its outcome is unknown)", 1, 86_400_000),
+        setting("retries", MAX_RETRIES, "int", "times a batch is re-sent after a retriable "
+                "error (default: unbounded but for delivery.timeout.ms, as Java)",
+                0, MAX_RETRIES),
+        setting("retry.backoff.ms", 100, "int", "pause before a batch is re-sent", 0, 60_000),
+        setting("max.request.size", 1048576, "int", "largest ProduceRequest in bytes; bounds "
+                "how many partition batches one request may carry", 1024, 1024 * 1024 * 1024),
+        setting("produce.request.max.partitions", -1, "int", "partitions per ProduceRequest "
+                "at most (-1: unlimited; 1 reproduces stock librdkafka)", -1, 1_000_000),
+        setting("buffer.memory", 33554432, "int", "bytes of records the producer may hold "
+                "unsent (mode java: batch.size per batch until its response, as Java's "
+                "BufferPool); when full the generator waits up to max.block.ms", 1024, 1 << 40),
+        setting("max.block.ms", 60000, "int", "how long the generator waits for buffer.memory "
+                "per message; then the message fails with reason max.block.ms", 0, 86_400_000),
+        setting("compression.type", "none", "choice", "record batch compression",
+                choices=("none", "gzip", "snappy", "lz4", "zstd")),
+        setting("client.id", "kbatch", "str", "client id sent in every request header"),
+        setting("partitioner", "round_robin", "choice", "how messages get partitions: "
+                "round_robin (keyless one at a time), sticky (KIP-480), uniform_sticky "
+                "(KIP-794), or a librdkafka name; keys keep murmur2 unless a librdkafka name "
+                "hashes them (docs/guides/modes.md, 'Partitioners')", choices=PARTITIONERS),
+        setting("partitioner.adaptive.partitioning.enable", "true", "choice", "uniform_sticky: "
+                "weight the next partition by its queued batches", choices=("true", "false")),
+        setting("partitioner.availability.timeout.ms", 0, "int", "uniform_sticky adaptive: "
+                "skip brokers with a batch ready and undrained this long (0: off)", 0, 3_600_000),
+        setting("partitioner.ignore.keys", "false", "choice", "uniform_sticky: partition keyed "
+                "messages like keyless ones", choices=("true", "false")),
+        setting("sticky.partitioning.linger.ms", 10, "int", "librdkafka partitioner names: how "
+                "long keyless messages stick to one random partition (0: random each)",
+                0, 900_000),
     ]
 )
 """The settings every mode shares (some read by a few modes only: `modes`)."""
@@ -203,7 +202,7 @@ def build_settings(
             continue
         spec = SETTINGS.get(key)
         if spec is None and key.startswith(BRUCE_TOPIC_PREFIX):
-            spec = _bruce_topic_spec(key)
+            spec = bruce_topic_spec(key)
         if spec is None:
             raise ConfigError(unknown_setting_message(key))
         values[key] = _convert(spec, raw)
@@ -271,7 +270,9 @@ def unknown_setting_message(key: str) -> str:
 def foreign_warning(mode: str, foreign: Mapping[str, str]) -> str:
     """The run's one line about accepted properties it does not apply itself."""
     passed = java_producer_passthrough(foreign.items()) if mode == "kafka-java" else {}
-    return not_used_warning(mode, set(foreign) - set(passed), passed, "the Java producer")
+    warning = not_used_warning(mode, set(foreign) - set(passed), passed, "the Java producer")
+    assert warning is not None  # `foreign` is never empty: each is passed on or unused
+    return warning
 
 
 def _check_transactions(explicit: set[str], values: dict[str, Any], mode: str) -> None:

@@ -159,9 +159,9 @@ def _client_identity(props: Mapping[str, str]) -> tuple[str | None, str | None, 
                               "ssl.key.location.")
         cert = (_read(cert_key, props[cert_key]) if cert_key.endswith("location")
                 else props[cert_key].encode())
-        key = (_read(key_key, props[key_key]) if key_key.endswith("location")
-               else props[key_key].encode())
-        return _pem_certificates(cert_key, cert), _pem_key(key_key, key, password), password
+        key_data = (_read(key_key, props[key_key]) if key_key.endswith("location")
+                    else props[key_key].encode())
+        return _pem_certificates(cert_key, cert), _pem_key(key_key, key_data, password), password
     if "ssl.keystore.location" in props:
         key = "ssl.keystore.location"
         data = _read(key, props[key])

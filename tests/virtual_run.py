@@ -56,11 +56,11 @@ class VirtualLoop(asyncio.SelectorEventLoop):
 def virtual_wall_clock(loop: VirtualLoop) -> Iterator[None]:
     """`time.time()` follows the virtual clock (record timestamps are deterministic)."""
     real = time.time
-    time.time = lambda: WALL_CLOCK_BASE + loop.time()  # type: ignore[assignment]
+    time.time = lambda: WALL_CLOCK_BASE + loop.time()  # type: ignore[assignment]  # the virtual wall clock
     try:
         yield
     finally:
-        time.time = real  # type: ignore[assignment]
+        time.time = real  # type: ignore[assignment]  # the real one back
 
 
 @dataclass
@@ -108,7 +108,7 @@ class FakeCluster:
         self.log.append(f"metadata {sorted(topics)}")
         leaders = {name: [1 + p % self.brokers for p in range(count)]
                    for name, count in self._topics.items()}
-        self.view = ClusterView(brokers={b: SimpleNamespace(node_id=b)  # type: ignore[misc]
+        self.view = ClusterView(brokers={b: SimpleNamespace(node_id=b)  # type: ignore[misc]  # stand-in broker metadata
                                          for b in range(1, self.brokers + 1)},
                                 controller_id=1, leaders=leaders, topic_errors={})
         return self.view

@@ -231,6 +231,27 @@ def exit_code_table() -> str:
                   for n, name, text in rows])
 
 
+# --- the public API (producer_core/__init__.py) -------------------------------------------
+
+def api_table() -> str:
+    """Every public name of `producer_core`, its module and the first line of its docstring."""
+    import producer_core
+
+    rows = []
+    for name, module in producer_core.API.items():
+        value = getattr(producer_core, name)
+        if inspect.isclass(value) or callable(value):
+            kind = "class" if inspect.isclass(value) else "function"
+            what = (inspect.getdoc(value) or "").split("\n\n")[0]
+        elif isinstance(value, Mapping):  # a table: how big (its page lists it)
+            kind, what = "dict", f"{len(value)} entries by name"
+        else:  # a list of names: the names
+            kind, what = type(value).__name__, ", ".join(map(str, value))
+        # code spans keep no escapes: the docstrings' backticks are dropped for the cell
+        rows.append([code(name), kind, code(module), cell(what.replace("`", ""))])
+    return table(["name", "kind", "module", "what"], rows)
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "settings": settings_table,
     "modes": modes_table,
@@ -238,6 +259,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "results-schema": schema_tables,
     "cli": cli_reference,
     "exit-codes": exit_code_table,
+    "api": api_table,
 }
 
 _used: dict[str, str] = {}

@@ -196,8 +196,9 @@ def session_conf(local_slots: int | None) -> dict[str, str]:
     return {"spark.sql.shuffle.partitions": str(max(2, 2 * local_slots))}
 
 
-def _schema() -> Any:
-    from pyspark.sql.types import _parse_datatype_string
+def runs_schema() -> Any:
+    """The Spark schema of the runs' metadata table (METADATA_COLUMNS)."""
+    from pyspark.sql.types import _parse_datatype_string  # pyspark's own DDL parser
 
     fields = ", ".join(f"{name}: {kind}" for name, kind in METADATA_COLUMNS.items())
     return _parse_datatype_string(f"struct<{fields}>")
@@ -235,7 +236,7 @@ def analyze(spark: Any, entries: Sequence[RunEntry], out_dir: Path,
         raise UsageError(f"--accuracy must be at least 1 (got {accuracy}).")
     if not entries:
         raise UsageError("None of the inputs has a run with a request log to analyze.")
-    meta = spark.createDataFrame([e.row for e in entries], _schema())
+    meta = spark.createDataFrame([e.row for e in entries], runs_schema())
     if where is not None:
         meta = meta.filter(to_spark(parse_where(where)))
     meta = meta.cache()

@@ -153,8 +153,9 @@ class Verdict:
         rule = self.rule
         if self.error is not None:
             return f"rule {rule.number} ({rule.check}): {self.error}"
-        measured = format_number(self.measured)  # type: ignore[arg-type]
-        limit = format_number(self.limit)  # type: ignore[arg-type]
+        # without an error both are set
+        measured = format_number(self.measured)  # type: ignore[arg-type]  # see above
+        limit = format_number(self.limit)  # type: ignore[arg-type]  # see above
         detail = f" = {self.limit_detail}" if self.limit_detail else ""
         verb = "holds" if self.passed else "fails"
         text = (f"rule {rule.number} {verb}: {rule.lhs} = {measured} is "

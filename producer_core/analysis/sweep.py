@@ -160,8 +160,10 @@ def expand_grid(modes: Sequence[str], windows: Sequence[int],
         mode_windows: list[int | None] = list(windows) if window_knob(mode) else [None]
         mode_rates: list[float | None] = list(rates) or [None]
         mode_axes = [[(key, v) for v in values] for key, values in axes if applies(key, mode)]
-        for window, rate, *chosen in itertools.product(mode_windows, mode_rates, *mode_axes):
-            cells.append(Cell(mode, window, rate, tuple(chosen)))
+        for window in mode_windows:  # the order of itertools.product over all three
+            for rate in mode_rates:
+                for chosen in itertools.product(*mode_axes):
+                    cells.append(Cell(mode, window, rate, chosen))
     return cells
 
 
@@ -483,7 +485,7 @@ def recommend(results: Sequence[CellResult], slo: Slo,
         document["tie_break"] = choice.tie_break
     reference = _best([r for r in results if r.cell.mode == reference_mode], slo, objective)
     compared = reference is not None and reference is not best and reference not in choice.tied
-    if compared and objective != "requests_per_s":
+    if compared and reference is not None and objective != "requests_per_s":
         mine, theirs = best.figure(objective), reference.figure(objective)
         if theirs > 0:
             less = (1 - mine / theirs) * 100
@@ -492,7 +494,7 @@ def recommend(results: Sequence[CellResult], slo: Slo,
                      f"({_settings_text(reference.cell)}: {_figures_text(reference, slo)})")
             document["reference_cell"] = reference.cell.id
             document["less_broker_cpu_pct"] = round(less, 1)
-    elif compared:
+    elif compared and reference is not None:  # (compared implies it; for the type checker)
         mine, theirs = best.figure("requests_per_s"), reference.figure("requests_per_s")
         if theirs > 0:
             fewer = (1 - mine / theirs) * 100

@@ -188,6 +188,7 @@ class SweepRunner:
             if error is not None:
                 self.errors.setdefault(cell.id, []).append(error)
             else:
+                assert results is not None  # an outcome without an error has results
                 run = run_document(results, round=round_index, cell=cell.id, files=True)
                 write_run_files(self.out_dir, run, results)
                 self.runs.append(self.facts.finish(run))  # its files, then its facts

@@ -15,7 +15,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+
+PopenT = TypeVar("PopenT", bound="subprocess.Popen[Any]")
+"""What a spawn function returns: a child process, of bytes or of text."""
 
 PR_SET_PDEATHSIG = 1
 
@@ -55,7 +58,7 @@ class Spawner:
         )
         self._thread: threading.Thread | None = None
 
-    def run(self, fn: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    def run(self, fn: Callable[[], PopenT]) -> PopenT:
         if threading.current_thread() is threading.main_thread():
             return fn()
         with self._lock:
@@ -68,7 +71,7 @@ class Spawner:
         self._jobs.put((fn, reply))
         ok, value = reply.get()
         if ok:
-            return value  # type: ignore[no-any-return]
+            return value
         raise value
 
     def _loop(self) -> None:

@@ -307,7 +307,9 @@ class DockerKafkaCluster(NodeCluster):
                      .with_envs(**self._environment(node_id))
                      .with_kwargs(labels=self._labels(), hostname=f"kafka-{node_id}"))
         # Published on the host's loopback only (docker-py's (host ip, port) form).
-        container.ports[f"{CLIENT_PORT}/tcp"] = (self.host, self._ports[node_id])
+        # testcontainers types the value as a port only
+        container.ports[f"{CLIENT_PORT}/tcp"] = (  # type: ignore[assignment]  # see above
+            self.host, self._ports[node_id])
         self._containers[node_id] = container
         container.start()
 

@@ -410,7 +410,7 @@ def _terminate(nodes: list[_Node], timeout_s: float) -> None:
     first = signal.SIGTERM if timeout_s > 0 else signal.SIGKILL
     for node in live:
         with contextlib.suppress(ProcessLookupError):
-            node.proc.send_signal(first)  # type: ignore[union-attr]
+            node.proc.send_signal(first)  # type: ignore[union-attr]  # live: proc is set
     deadline = time.monotonic() + timeout_s
     for node in live:
         proc = node.proc

@@ -111,7 +111,7 @@ def issue(ca_key: object, ca_cert: object, common_name: str, *, server: bool,
     now = datetime.datetime.now(datetime.UTC)
     builder = (x509.CertificateBuilder()
                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-               .issuer_name(ca_cert.subject)  # type: ignore[attr-defined]
+               .issuer_name(ca_cert.subject)  # type: ignore[attr-defined]  # the CA's cert
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
                .not_valid_before(now - datetime.timedelta(minutes=5))
                .not_valid_after(now + datetime.timedelta(days=30))
@@ -126,7 +126,7 @@ def issue(ca_key: object, ca_cert: object, common_name: str, *, server: bool,
             except ValueError:
                 names.append(x509.DNSName(host))
         builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-    cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]  # the CA's key
     return (cert.public_bytes(Encoding.PEM),
             key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
 

@@ -39,13 +39,13 @@ def broker_target(
         if rtt_ms or jitter_ms:
             raise UsageError("--rtt-ms and --jitter-ms apply to the embedded lab and "
                              "--broker kafka; --broker docker runs without added delay.")
-        with docker_target(brokers, kafka_image, fault_specs) as (cluster, runner):
-            yield BrokerTarget(cluster.bootstrap, cluster.description, embedded=True,
-                               implementation="docker", version=cluster.version,
-                               started_in_s=cluster.start_time_s,
-                               image=cluster.image.name if cluster.image else None,
+        with docker_target(brokers, kafka_image, fault_specs) as (containers, runner):
+            yield BrokerTarget(containers.bootstrap, containers.description, embedded=True,
+                               implementation="docker", version=containers.version,
+                               started_in_s=containers.start_time_s,
+                               image=containers.image.name if containers.image else None,
                                processes=lambda: BrokerProcesses(
-                                   {str(i): p for i, p in cluster.node_pids.items()}),
+                                   {str(i): p for i, p in containers.node_pids.items()}),
                                faults=runner if fault_specs else None)
         return
     if bootstrap:

@@ -19,13 +19,16 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from producer_core.core.checksum import crc32c
 from producer_core.core.record_batch import NO_HEADERS_FIELD, RecordBatchWriter
+
+if TYPE_CHECKING:
+    from producer_core.core.linger.base import QueueView
 
 COMPRESSION_CODES = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 NO_HEADERS: list[tuple[str, bytes | None]] = []
@@ -169,10 +172,10 @@ class _Grouping:
         """Picks a pass's items in slot order (a tuple)."""
 
 
-def _to_array(typecode: str, values: np.ndarray) -> array:
+def _to_array(typecode: str, values: np.ndarray) -> array[Any]:
     """A contiguous int64/float64 ndarray as an `array` of the same items (one copy)."""
-    out = array(typecode)
-    out.frombytes(memoryview(values).cast("B"))
+    out: array[Any] = array(typecode)
+    out.frombytes(values.data.cast("B"))  # its buffer: memoryview(values), typed
     return out
 
 
@@ -261,11 +264,12 @@ class _FramedPut:
             start += size
 
 
-class SlotQueue(deque):  # type: ignore[type-arg]
+class SlotQueue(deque[ProducerBatch]):
     """One slot's batches, oldest first, and their record bytes (kept as batches come and
     go, so a policy asking a slot's bytes does not sum its batches)."""
 
     __slots__ = ("record_bytes",)
+    record_bytes: int
     """Set by `Accumulator._queue` when it makes the queue (no `__init__` of its own: a
     queue is made for nearly every batch when each partition holds one at a time)."""
 
@@ -357,7 +361,7 @@ class Accumulator:
         intended: list[float] | np.ndarray,
         now: float,
         timestamp_ms: int,
-        headers: list[tuple[str, bytes | None]] = NO_HEADERS,
+        headers: Sequence[tuple[str, bytes | None]] = NO_HEADERS,
         value_size: int | None = None,
     ) -> list[tuple[int, int]]:
         """Append a whole generator pass: the same batches, bytes, ids, intended times,
@@ -381,8 +385,9 @@ class Accumulator:
                 or type(message_ids) is not range):
             if type(intended) is np.ndarray:
                 intended = intended.tolist()
-            return self.append_each(slots, message_ids, keys, values, intended, now,
-                                    timestamp_ms, headers)
+            return self.append_each(slots, message_ids, keys, values,
+                                    intended,  # type: ignore[arg-type]  # a list by now
+                                    now, timestamp_ms, headers)
         if len(slots) != count or len(intended) != count or len(message_ids) != count or (
                 keys is not None and len(keys) != count):
             raise ValueError("append_many: slots, ids, keys, values and intended differ in "
@@ -418,7 +423,7 @@ class Accumulator:
             fill(slot, begin, end, now, framed, put, ids_sorted, intended_sorted, order_list,
                  events)
         if framed:
-            put.share_out()  # type: ignore[union-attr]
+            put.share_out()  # type: ignore[union-attr]  # framed: put is a _FramedPut
         self.queued_records += count
         events.sort()
         return [(slot, event) for _, slot, event in events]
@@ -432,7 +437,7 @@ class Accumulator:
         intended: list[float],
         now: float,
         timestamp_ms: int,
-        headers: list[tuple[str, bytes | None]] = NO_HEADERS,
+        headers: Sequence[tuple[str, bytes | None]] = NO_HEADERS,
     ) -> list[tuple[int, int]]:
         """A pass one record at a time, in order: what `append_many` does for small
         passes, and the reference its grouped path must match byte for byte.
@@ -465,7 +470,8 @@ class Accumulator:
         batch, was_empty = self._open_batch(slot, now, framed)
         if was_empty:
             events.append((order[begin], slot, BECAME_NONEMPTY))
-        queue: SlotQueue = self.queues[slot]  # type: ignore[assignment]
+        # a SlotQueue, not NO_BATCHES: _open_batch just gave the slot a batch
+        queue: SlotQueue = self.queues[slot]  # type: ignore[assignment]  # see above
         pos = begin
         while True:
             assert batch.builder is not None
@@ -519,7 +525,8 @@ class Accumulator:
 
     def pop_head(self, slot: int, now: float) -> ProducerBatch:
         """Take the oldest batch of a slot for sending; it is closed and leaves the queue."""
-        queue: SlotQueue = self.queues[slot]  # type: ignore[assignment]
+        # a SlotQueue, not NO_BATCHES: callers pop a slot that has a head batch
+        queue: SlotQueue = self.queues[slot]  # type: ignore[assignment]  # see above
         batch = queue.popleft()
         if queue:
             queue.record_bytes -= batch.record_bytes
@@ -573,7 +580,7 @@ PARTITION_OVERHEAD_BYTES = 16
 
 
 def drain_request(
-    accumulator: Accumulator,
+    accumulator: QueueView,
     candidates: list[int],
     now: float,
     max_request_size: int,

@@ -13,7 +13,7 @@ from aiokafka.record.util import calc_crc32c
 try:
     import google_crc32c
 except ImportError:  # pragma: no cover - google-crc32c is a dependency
-    google_crc32c = None
+    google_crc32c = None  # type: ignore[assignment]  # HARDWARE below checks for it
 
 HARDWARE = google_crc32c is not None and google_crc32c.implementation == "c"
 """True when the fast implementation is in use."""
@@ -23,5 +23,7 @@ def crc32c(head: bytes, tail: bytes = b"") -> int:
     """The CRC-32C of `head` followed by `tail` (two pieces: a batch's header fields and
     its records, without joining them first)."""
     if HARDWARE:
-        return google_crc32c.extend(google_crc32c.value(head), tail)
-    return calc_crc32c(head + tail)  # pragma: no cover - no google-crc32c extension
+        crc: int = google_crc32c.extend(google_crc32c.value(head), tail)  # untyped C module
+        return crc
+    fallback: int = calc_crc32c(head + tail)  # pragma: no cover - no google-crc32c extension
+    return fallback

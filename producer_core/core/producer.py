@@ -4,7 +4,7 @@
 idempotence), the transaction manager (`transactions.Transactions`) and the outcome ledger
 (`ledger.Ledger`). It never reads a clock or touches a socket. The asyncio shell
 (`producer_core.drivers.engine`) tells it what happened -- `handle(event, now)` -- and
-when time has passed -- `expire(now)`, `send_ready(now)` -- and carries out the commands
+when time has passed -- `expire(now)`, `send_ready(now, inputs)` -- and carries out the commands
 it answers (find the transaction coordinator, ask for a producer id, write this request,
 add these partitions to the transaction, end it, re-read metadata, close a connection),
 feeding the results back as events. The shell asks `next_wakeup()` when to call again.
@@ -28,8 +28,9 @@ after which the producer is fatal and every message still open fails with the re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from producer_core.core.accumulator import Accumulator, ProducerBatch, TopicPartition
 from producer_core.core.ledger import Ledger
@@ -56,7 +57,7 @@ from producer_core.core.sender import InitProducerId as SenderInitProducerId
 from producer_core.core.sender import RefreshMetadata as SenderRefresh
 from producer_core.core.transactions import Transactions
 from producer_core.errors import BrokerError
-from producer_core.results.metrics import RequestRecord
+from producer_core.results.metrics import RequestRecord, RunMetrics
 
 PRODUCER_ID_MIN_BACKOFF_S = 0.05
 """Least pause before InitProducerId is asked again after a failure."""
@@ -166,6 +167,26 @@ class Stop:
 Event = (ResponseReceived | RequestWritten | SendFailed | RequestFailed | CoordinatorFound
          | ProducerIdAssigned | ProducerIdFailed | PartitionsAdded | TransactionFailed
          | TransactionEnded | MetadataUpdated | MetadataFailed | Stop)
+
+
+# ------------------------------------------------------------------- the shell
+@dataclass(slots=True)
+class SendInputs:
+    """What the shell knows at a send turn and the producer cannot: `send_ready`'s
+    argument (the policy reads it in its `PollContext`). The shell owns one and updates it
+    in place as its run goes on (a turn without a generator pass keeps the last values)."""
+
+    backlog: float | None = None
+    """When the oldest message not appended yet was due (-inf: one always is, an
+    unthrottled topic; None: nothing is scheduled)."""
+    memory_exhausted: bool = False
+    """buffer.memory is used up: the generator waits for room."""
+    flushing: bool = False
+    """The generator is done (or stopped): everything queued goes, whatever its window."""
+
+
+NO_INPUTS = SendInputs()
+"""`send_ready`'s inputs when the shell gives none (tests): nothing known, not flushing."""
 
 
 # --------------------------------------------------------------------- commands
@@ -281,10 +302,6 @@ class Producer:
     buffer_memory: int = 1 << 62
     brokers: set[int] = field(default_factory=set)
     start: float = 0.0
-    # what the policy reads at each poll (`PollContext`), set by the shell
-    flushing: bool = False
-    memory_exhausted: bool = False
-    backlog: float | None = None
     fatal: BrokerError | None = None
     """A producer that cannot go on (its session could not open; a transactional producer
     fenced, refused or with an unknown outcome): the shell ends the run with it."""
@@ -297,6 +314,8 @@ class Producer:
     _requests_before_end: int = 0
     _flushed_at: float = 0.0
     _end_asked: bool = False
+    _flushing: bool = False
+    """A transaction is being flushed (`begin_transaction_end` to `finish_transaction`)."""
 
     def __post_init__(self) -> None:
         self._feedback = (self.policy.on_acknowledged
@@ -351,6 +370,21 @@ class Producer:
         """Nothing queued and nothing awaiting an outcome."""
         return self.accumulator.empty and self.sender.pending == 0
 
+    @property
+    def flushing(self) -> bool:
+        """A transaction is being flushed: everything queued goes, whatever its window."""
+        return self._flushing
+
+    @property
+    def requests_in_flight(self) -> int:
+        """Requests written and not yet answered (nor given up)."""
+        return len(self.sender.in_flight)
+
+    @property
+    def metrics(self) -> RunMetrics:
+        """What the run measured so far (the ledger's)."""
+        return self.ledger.metrics
+
     # --------------------------------------------------------------------- time
     def expire(self, now: float) -> list[Command]:
         """Act on time: request and delivery deadlines, retries that are due, and a
@@ -365,13 +399,16 @@ class Producer:
             commands.extend(self._refresh())
         return commands
 
-    def send_ready(self, now: float) -> list[Command]:
-        """Ask the policy what to send now and turn each plan into a request."""
+    def send_ready(self, now: float, inputs: SendInputs | None = None) -> list[Command]:
+        """Ask the policy what to send now and turn each plan into a request; `inputs`:
+        what the shell knows (the generator's backlog, memory, whether it is done)."""
         if self._opening is not None:  # no producer id yet: nothing may go
             return []
+        if inputs is None:
+            inputs = NO_INPUTS
         plans = self.policy.poll(now, PollContext(
-            self.sender.free_slots(self.brokers), self.backlog, self.memory_exhausted,
-            self.flushing))
+            self.sender.free_slots(self.brokers), inputs.backlog, inputs.memory_exhausted,
+            inputs.flushing or self._flushing))
         commands: list[Command] = []
         for plan in plans:
             commands.extend(self._send(plan, now))
@@ -379,54 +416,52 @@ class Producer:
 
     # ------------------------------------------------------------------- events
     def handle(self, event: Event, now: float) -> list[Command]:
-        """What happened, at `now`; returns what to do."""
-        if isinstance(event, ResponseReceived):
-            return self._on_response(event, now)
-        if isinstance(event, RequestWritten):
-            self._on_written(event.request_id)
-            return []
-        if isinstance(event, SendFailed):
-            self._requests.pop(event.request_id, None)
-            return self._apply(self.sender.on_send_error(event.request_id, event.reason, now),
-                               now)
-        if isinstance(event, RequestFailed):
-            return self._on_request_failed(event, now)
-        if isinstance(event, CoordinatorFound):
-            return self._on_coordinator_found()
-        if isinstance(event, ProducerIdAssigned):
-            self._recovery = None
-            self._opening = None
-            return [*self._apply(self.sender.on_producer_id(event.producer_id, event.epoch),
-                                 now), Wake()]
-        if isinstance(event, ProducerIdFailed):
-            return self._on_producer_id_failed(event, now)
-        if isinstance(event, PartitionsAdded):
-            assert self.txn is not None
-            done = self.txn.on_added()
-            return [*self._apply(self.sender.unpark(set(done)), now), *self._start_add(),
-                    Wake()]
-        if isinstance(event, TransactionFailed):
-            self.fatal = event.error
-            return [Wake()]
-        if isinstance(event, TransactionEnded):
-            self._end_transaction(event.committed, now)
-            return []
-        if isinstance(event, MetadataUpdated):
-            self._refreshing = False
-            if len(event.leaders) != len(self.leaders):  # missing partitions: ask again
-                return self.handle(MetadataFailed("metadata is missing partitions"), now)
-            self.brokers.update(event.brokers)
-            self.leaders[:] = event.leaders
-            self.policy.set_leaders(self.leaders)
-            return [Wake()]
-        if isinstance(event, MetadataFailed):
-            self._refreshing = False
-            self._refresh_at = now + self.config.retry_backoff_s
-            return [Wake()]
-        if isinstance(event, Stop):
-            self.sender.pause()
-            return []
-        raise TypeError(f"not a producer event: {event!r}")
+        """What happened, at `now`; returns what to do (each event's handler: HANDLERS)."""
+        handler = HANDLERS.get(type(event))
+        if handler is None:
+            raise TypeError(f"not a producer event: {event!r}")
+        return handler(self, event, now)
+
+    def _on_send_failed(self, event: SendFailed, now: float) -> list[Command]:
+        self._requests.pop(event.request_id, None)
+        return self._apply(self.sender.on_send_error(event.request_id, event.reason, now), now)
+
+    def _on_producer_id(self, event: ProducerIdAssigned, now: float) -> list[Command]:
+        self._recovery = None
+        self._opening = None
+        return [*self._apply(self.sender.on_producer_id(event.producer_id, event.epoch), now),
+                Wake()]
+
+    def _on_partitions_added(self, event: PartitionsAdded, now: float) -> list[Command]:
+        assert self.txn is not None
+        done = self.txn.on_added()
+        return [*self._apply(self.sender.unpark(set(done)), now), *self._start_add(), Wake()]
+
+    def _on_transaction_failed(self, event: TransactionFailed, now: float) -> list[Command]:
+        self.fatal = event.error
+        return [Wake()]
+
+    def _on_transaction_ended(self, event: TransactionEnded, now: float) -> list[Command]:
+        self._end_transaction(event.committed, now)
+        return []
+
+    def _on_metadata(self, event: MetadataUpdated, now: float) -> list[Command]:
+        self._refreshing = False
+        if len(event.leaders) != len(self.leaders):  # missing partitions: ask again
+            return self.handle(MetadataFailed("metadata is missing partitions"), now)
+        self.brokers.update(event.brokers)
+        self.leaders[:] = event.leaders
+        self.policy.set_leaders(self.leaders)
+        return [Wake()]
+
+    def _on_metadata_failed(self, event: MetadataFailed, now: float) -> list[Command]:
+        self._refreshing = False
+        self._refresh_at = now + self.config.retry_backoff_s
+        return [Wake()]
+
+    def _on_stop(self, event: Stop, now: float) -> list[Command]:
+        self.sender.pause()
+        return []
 
     # ------------------------------------------------------------------- sending
     def _send(self, plan: RequestPlan, now: float) -> list[Command]:
@@ -467,12 +502,13 @@ class Producer:
                              expect_response=self.config.acks != 0))
         return commands
 
-    def _on_written(self, request_id: int) -> None:
-        request = self._requests[request_id]
+    def _on_written(self, event: RequestWritten, now: float) -> list[Command]:
+        request = self._requests[event.request_id]
         self._sync_memory()
         self.ledger.record_request(request.record, request.batches, request.lingers)
         request.batches = []
         request.lingers = []
+        return []
 
     def _on_request_failed(self, event: RequestFailed, now: float) -> list[Command]:
         request = self._requests.get(event.request_id)
@@ -564,7 +600,7 @@ class Producer:
         state = self.sender.id
         return InitProducerId(state.producer_id, state.epoch)
 
-    def _on_coordinator_found(self) -> list[Command]:
+    def _on_coordinator_found(self, event: CoordinatorFound, now: float) -> list[Command]:
         """The transactional session's second step: a producer id from the coordinator."""
         assert self.txn is not None and self._opening is CoordinatorFound
         self._opening = ProducerIdAssigned
@@ -626,7 +662,7 @@ class Producer:
         assert self.txn is not None
         self.txn.start_end(now)
         self._requests_before_end = len(self.ledger.metrics.requests)
-        self.flushing = True
+        self._flushing = True
 
     def finish_transaction(self, now: float) -> list[Command]:
         """End the ending transaction once every batch of it has its outcome and no
@@ -637,7 +673,7 @@ class Producer:
                 or self.adding_partitions):
             return []
         self._end_asked = True
-        self.flushing = False
+        self._flushing = False
         self._flushed_at = now
         txn.on_flushed(now, len(self.ledger.metrics.requests) - self._requests_before_end)
         commit = txn.commits()
@@ -667,3 +703,20 @@ class Producer:
             self._apply([Unknown(unknown, reason)], now)
         if never:
             self._apply([Fail(never, reason)], now)
+
+HANDLERS: dict[type[Any], Callable[[Producer, Any, float], list[Command]]] = {
+    ResponseReceived: Producer._on_response,
+    RequestWritten: Producer._on_written,
+    SendFailed: Producer._on_send_failed,
+    RequestFailed: Producer._on_request_failed,
+    CoordinatorFound: Producer._on_coordinator_found,
+    ProducerIdAssigned: Producer._on_producer_id,
+    ProducerIdFailed: Producer._on_producer_id_failed,
+    PartitionsAdded: Producer._on_partitions_added,
+    TransactionFailed: Producer._on_transaction_failed,
+    TransactionEnded: Producer._on_transaction_ended,
+    MetadataUpdated: Producer._on_metadata,
+    MetadataFailed: Producer._on_metadata_failed,
+    Stop: Producer._on_stop,
+}
+"""Each event type's handler (`Producer.handle`): one table, one handler per event."""

@@ -193,7 +193,7 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         started_at=min(started) if started else None,
         messages_intended=sum(s.messages_intended if s.messages_intended is not None
                               else s.metrics.messages_generated for s in shares),
-        target_msgs_per_s=(round(sum(targets), 3)  # type: ignore[arg-type]
+        target_msgs_per_s=(round(sum(targets), 3)  # type: ignore[arg-type]  # none is None:
                            if all(t is not None for t in targets) else None),
         policy=_merge_section([s.policy for s in shares]),
         transactions=merge_stats([s.transactions for s in shares], key="transactions"),
@@ -286,7 +286,8 @@ def merge_stats(values: Sequence[Any], weights: Sequence[float] | None = None,
     if all(isinstance(v, dict) for v in present):
         sends = [v.get("sends") if isinstance(v, dict) else None for v in values]
         if all(_is_count(s) for s in sends):
-            weights = [float(s) for s in sends]  # per-send summaries weigh by sends
+            # per-send summaries weigh by sends (each a count: checked above)
+            weights = [float(s) for s in sends]  # type: ignore[arg-type]  # see above
         keys: list[str] = []
         for v in present:
             keys.extend(k for k in v if k not in keys)

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 class ClientRun(Protocol):
     """A reference client's run: its topics, its stop event, and the blocking run."""
 
-    specs: Sequence[Any]
     stop: threading.Event
+
+    @property
+    def specs(self) -> Sequence[Any]: ...
 
     def run(self) -> Results: ...
 

@@ -16,7 +16,7 @@ import asyncio
 import functools
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec
 
 from aiokafka.errors import KafkaConnectionError
@@ -329,7 +329,7 @@ async def run_async(call: RunCall) -> Results:
     return await Engine(call, Cluster.for_settings(call.bootstrap, call.settings)).run()
 
 
-def _blocking(run_async: Callable[P, Awaitable[Results]]) -> Callable[P, Results]:
+def _blocking(run_async: Callable[P, Coroutine[Any, Any, Results]]) -> Callable[P, Results]:
     def run(*args: P.args, **kwargs: P.kwargs) -> Results:
         """The engine as a library call: `run(workload, settings, mode, bootstrap,
         on_progress=None, deliveries=None, stop=None) -> Results` (a `RunDriver` call

@@ -104,12 +104,13 @@ def engine_results(producer: Producer, mode: str, workload: Workload,
         "producer_epoch": state.epoch, "epoch_bumps": state.epoch_bumps,
     }
     policy = producer.policy
-    collector = policy.stats() if isinstance(policy, Reporting) else None
+    reporting = policy if isinstance(policy, Reporting) else None
+    collector = reporting.stats() if reporting is not None else None
     txn = producer.txn
     return Results.of_run(
         mode, workload, settings.as_dict(), bootstrap, metrics, start=start, end=end,
         intended=intended or 0, warnings=warnings,
-        policy=Section(policy.stats_key, collector) if collector else None,
+        policy=Section(reporting.stats_key, collector) if reporting and collector else None,
         transactions=(txn.as_dict(coordinator_sent)
                       if txn is not None and coordinator_sent is not None else None),
     )

@@ -252,8 +252,8 @@ class Generator:
         """When the next scheduled message is due (None: nothing scheduled)."""
         offsets = [t.schedule.next_offset() for t in self.topics
                    if not isinstance(t.schedule, Unthrottled)]
-        offsets = [o for o in offsets if o is not None]
-        return self.start + min(offsets) if offsets else None
+        due = [o for o in offsets if o is not None]
+        return self.start + min(due) if due else None
 
 
 class ClientBatching:

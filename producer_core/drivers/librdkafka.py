@@ -8,7 +8,7 @@ default, murmur2 for keys), so both send identical messages to identical partiti
 librdkafka partitioner name (`-X partitioner=murmur2_random` ...) kbatch passes
 `partitioner` and `sticky.partitioning.linger.ms` on and produces to partition -1
 (`RD_KAFKA_PARTITION_UA`): librdkafka chooses. Instead of an accumulator, the generator
-appends into `_ProduceSink`, which hands each message to `produce`. Latency is taken in the
+appends into `ProduceSink`, which hands each message to `produce`. Latency is taken in the
 delivery callback from the intended send time, exactly as the engine does.
 
 Every message gets the same delivery callback, which reads the message id from the
@@ -141,7 +141,7 @@ def parse_statistics(text: str) -> dict[str, Any]:
         return json.loads(text)
 
 
-class _ProduceSink:
+class ProduceSink:
     """Takes the generator's appends (the accumulator's `append_many`) and produces them."""
 
     def __init__(self, run: LibrdkafkaRun, producer: Any) -> None:
@@ -297,7 +297,8 @@ class LibrdkafkaRun:
     def _reported(self, err: Any, msg: Any) -> None:
         """Every message's delivery callback: the value names the message."""
         message_id = message_id_of(msg.value())
-        intended = self.in_flight.pop(message_id, None)  # type: ignore[union-attr]
+        # used only when in_flight is a dict (`reported`, set in __init__)
+        intended = self.in_flight.pop(message_id, None)  # type: ignore[union-attr]  # see above
         if intended is None:  # not one of ours: count it, record nothing
             self._errors["delivery report of an unknown message"] += 1
             return
@@ -383,8 +384,9 @@ class LibrdkafkaRun:
         try:
             self._await_producer_id(producer)
             generator = Generator(self.workload, self.first_slots,
-                                  _ProduceSink(self, producer),  # type: ignore[arg-type]
-                                  ClientBatching(), self.metrics,  # type: ignore[arg-type]
+                                  # a sink with the accumulator's append_many (duck-typed)
+                                  ProduceSink(self, producer),  # type: ignore[arg-type]  # see above
+                                  ClientBatching(), self.metrics,
                                   self.partitioning)
             self.start = self.clock() + START_LEAD_S
             if self.workload.start_at is not None:  # a share of a distributed run

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 
 from producer_core.core.memory import BlockedGenerator
-from producer_core.core.producer import Command, Producer, Send, Stop
+from producer_core.core.producer import Command, Producer, Send, SendInputs, Stop
 from producer_core.drivers.generator import Generator
 from producer_core.drivers.run_types import INTERRUPTED
 
@@ -81,6 +81,9 @@ class RunControl:
         self.stop_requested = False
         """Set by the shell (a stop request): the run ends at the next turn."""
         self.phase = Phase.GENERATE
+        self.inputs = SendInputs()
+        """What this run tells the producer at each send (`Producer.send_ready`): the
+        generator's backlog and memory as of its last pass, and whether it is done."""
         self._after_transaction = Phase.GENERATE
         self._catch_up = False
         self._next_pass_at = -math.inf
@@ -100,7 +103,7 @@ class RunControl:
             if self.stop_requested and self.phase in (
                     Phase.GENERATE, Phase.FLUSH_TRANSACTION, Phase.DRAIN, Phase.FINISH):
                 if self.phase is Phase.GENERATE:
-                    self.producer.flushing = True
+                    self.inputs.flushing = True
                 self._enter_interrupt()
             phase = self.phase
             if phase is Phase.GENERATE:
@@ -137,7 +140,7 @@ class RunControl:
                     generator.skip(failed, now, "max.block.ms")
             elif due > 0:
                 blocked.release(now)
-            producer.memory_exhausted = exhausted
+            self.inputs.memory_exhausted = exhausted
             if due > 0 and not exhausted:
                 generator.generate(now)
         if producer.txn is not None:
@@ -147,15 +150,15 @@ class RunControl:
                 self._end_transaction(then=Phase.GENERATE)
                 return None
         # the oldest message not appended yet; with an unthrottled topic one always is
-        producer.backlog = -math.inf if generator.unthrottled else generator.next_due()
-        sends = producer.send_ready(now)
+        self.inputs.backlog = -math.inf if generator.unthrottled else generator.next_due()
+        sends = producer.send_ready(now, self.inputs)
         self.execute(sends)
         if generator.finished(now):
             blocked.release(now)
             if producer.txn is not None:
                 self._end_transaction(then=Phase.FINISH)
             else:
-                producer.flushing = True
+                self.inputs.flushing = True
                 self.phase = Phase.DRAIN
             return None
         return self._pace(now, due, any(isinstance(c, Send) for c in sends), paced)
@@ -230,7 +233,7 @@ class RunControl:
         if producer.txn is not None:
             self._raise_fatal()
             self.execute(producer.track_partitions())
-        self.execute(producer.send_ready(now))
+        self.execute(producer.send_ready(now, self.inputs))
         if producer.idle:
             return None
         return Turn(producer.next_wakeup())
@@ -238,7 +241,7 @@ class RunControl:
     # ---------------------------------------------------------------- stopping
     def _enter_interrupt(self) -> None:
         """Stopped: no more sends; in-flight requests get a short grace."""
-        self.producer.ledger.metrics.complete = False
+        self.producer.metrics.complete = False
         self._grace_end = self.clock() + self.stop_grace_s
         self.execute(self.producer.handle(Stop(), self.clock()))
         self.phase = Phase.INTERRUPT
@@ -250,7 +253,7 @@ class RunControl:
         assert self._grace_end is not None
         if self._in_grace:
             self.execute(producer.expire(self.clock()))
-        if producer.sender.in_flight and self.clock() < self._grace_end:
+        if producer.requests_in_flight and self.clock() < self._grace_end:
             self._in_grace = True
             return Turn(self._grace_end)
         producer.close(INTERRUPTED, self.clock())

@@ -103,7 +103,7 @@ def consume_main(plan: ConsumerPlan, counts: Any, stop: Any) -> None:
         note(err.name(), f"{err.name()}: {err.str()}")
 
     topic_index = {a.topic: a.topic_index for a in plan.assignments}
-    columns = {name: array(kind) for name, kind in (
+    columns: dict[str, array[Any]] = {name: array(kind) for name, kind in (
         ("topic_index", "q"), ("partition", "q"), ("ids", "Q"), ("consume_s", "d"),
         ("consume_wall", "d"), ("timestamp_ms", "q"))}
     short_values = 0
@@ -143,7 +143,9 @@ def consume_main(plan: ConsumerPlan, counts: Any, stop: Any) -> None:
                 if value is None or len(value) < 8:
                     short_values += 1
                     continue
-                columns["topic_index"].append(topic_index.get(msg.topic(), -1))
+                # a message read has a topic (the client types it optional)
+                columns["topic_index"].append(
+                    topic_index.get(msg.topic(), -1))  # type: ignore[arg-type]  # see above
                 columns["partition"].append(msg.partition())
                 columns["ids"].append(int.from_bytes(value[:8], "big"))
                 columns["consume_s"].append(mono)
@@ -192,10 +194,12 @@ def _gone_topics(consumer: Any, assignments: Sequence[Assignment], note: Any) ->
                                   " the consumers could not read what came after")
 
 
-def _write(path: str, columns: Mapping[str, array], problems: Mapping[str, str],
+def _write(path: str, columns: Mapping[str, array[Any]], problems: Mapping[str, str],
            short_values: int) -> None:
-    np.savez(path, **{name: np.frombuffer(column, dtype=column.typecode) if len(column)
-                      else np.zeros(0, dtype=column.typecode) for name, column in columns.items()})
+    # no column is named allow_pickle, savez's one keyword that is not an array
+    np.savez(path, **{  # type: ignore[arg-type]  # see above
+        name: np.frombuffer(column, dtype=column.typecode) if len(column)
+        else np.zeros(0, dtype=column.typecode) for name, column in columns.items()})
     Path(path + ".json").write_text(json.dumps(
         {"problems": list(problems.values()), "short_values": short_values}))
 

@@ -136,7 +136,7 @@ def interval_figures(rows: Sequence[Mapping[str, Any]], lat: Latencies, encode: 
             here |= lat.consume_rel <= float(row["start_s"])
         h = histogram(lat.seconds[here])
         seconds = max(float(row["end_s"]) - float(row["start_s"]), 1e-9)
-        figures = {
+        figures: dict[str, Any] = {
             "consumed": h.count,
             "consumed_per_s": round(h.count / seconds, 1),
             "e2e_p50_ms": h.percentile_ms(50) if h.count else 0.0,

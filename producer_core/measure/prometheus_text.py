@@ -65,7 +65,7 @@ def _sample(line: str) -> Sample:
 
 
 def _labels(line: str, pos: int) -> tuple[list[tuple[str, str]], int]:
-    labels = []
+    labels: list[tuple[str, str]] = []
     while True:
         while line[pos] in " \t":
             pos += 1

@@ -287,13 +287,13 @@ class Results:
 
     @classmethod
     def of_run(cls, mode: str, workload: Workload, settings: dict[str, Any], bootstrap: str,
-               metrics: RunMetrics, *, start: float, end: float, intended: int,
+               metrics: RunMetrics, *, start: float, end: float, intended: int | None,
                warnings: list[str], policy: Section | None = None,
                transactions: dict[str, Any] | None = None,
                client: Section | None = None) -> Results:
         """The Results of a run driver's run from `start` to `end` (its clock's seconds),
-        whose schedule intended `intended` messages (0: unknown, those generated). Its
-        stalls are found here, and named among its warnings."""
+        whose schedule intended `intended` messages (0 or None: unknown, those generated).
+        Its stalls are found here, and named among its warnings."""
         rows = metrics.intervals.to_dict().get("run", []) if metrics.intervals else []
         stalls = find_stalls(metrics.requests, rows, end - start,
                              answered=str(settings.get("acks", "all")) != "0")

@@ -82,7 +82,7 @@ def decode_produce_response(data: bytes | memoryview, version: int
 _FAST_CLASSES: dict[type, type] = {}
 
 
-def _fast_class(base: type) -> type:
+def _fast_class(base: type[Any]) -> type:
     """`base` (an aiokafka ProduceRequest_vN) with the encoding above, and its response
     type with the decoding above."""
     fast = _FAST_CLASSES.get(base)

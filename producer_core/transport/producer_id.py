@@ -8,6 +8,8 @@ protocol types; version negotiation picks the highest both sides know.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.transaction import InitProducerIdRequest_v0
 from aiokafka.protocol.types import CompactString, Int16, Int32, Int64, Schema, TaggedFields
@@ -64,7 +66,7 @@ class IdempotentInitProducerId(
         self.epoch = epoch
         self.timeout_ms = timeout_ms
 
-    def build(self, request_struct_class: type) -> RequestStruct:
+    def build(self, request_struct_class: type[Any]) -> RequestStruct:
         if request_struct_class.API_VERSION < 3:
             return request_struct_class(self.transactional_id, self.timeout_ms)
         return request_struct_class(self.transactional_id, self.timeout_ms, self.producer_id,

@@ -122,7 +122,7 @@ class Cluster:
             ),
             CONNECT_TIMEOUT_S,
         )
-        conn._handle_frame = partial(_tolerant_frame, conn, conn._handle_frame)  # type: ignore
+        conn._handle_frame = partial(tolerant_frame, conn, conn._handle_frame)
         return conn
 
     def send(self, node_id: int, request: Any, expect_response: bool = True) -> Awaitable[Any]:
@@ -403,7 +403,7 @@ class Cluster:
         self._bootstrap_conn = None
 
 
-def _tolerant_frame(conn: AIOKafkaConnection, handle: Any, frame: bytes) -> None:
+def tolerant_frame(conn: AIOKafkaConnection, handle: Any, frame: bytes) -> None:
     """Pass a response on only if it answers the oldest request waiting for one.
 
     A ProduceRequest with acks=0 asks for no response and aiokafka expects none, but some

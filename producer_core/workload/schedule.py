@@ -105,10 +105,10 @@ class PiecewiseSchedule:
         if index is None:
             return math.inf
         start, _, r0, slope = self._shape[index]
-        k = k - self._bases[index]
+        n = k - self._bases[index]  # the message's place in its segment
         if abs(slope) < 1e-12:  # as Segment.offset
-            return start + k / r0
-        return start + (math.sqrt(max(r0 * r0 + 2.0 * slope * k, 0.0)) - r0) / slope
+            return start + n / r0
+        return start + (math.sqrt(max(r0 * r0 + 2.0 * slope * n, 0.0)) - r0) / slope
 
     def _count_until(self, t: float) -> float:
         """Messages intended in [0, t] as a real number (message 0 is at the start)."""

@@ -135,7 +135,7 @@ class Workload:
     """What values are made of (every topic; see `producer_core.workload.payload`)."""
 
     def __post_init__(self) -> None:
-        problems = []
+        problems: list[str] = []
         if self.topics:
             self._check_topics(problems)
             self._check_run_wide(problems)
@@ -240,7 +240,8 @@ class Workload:
     def target_rate(self) -> float | None:
         """Sum of the topics' long-run rates (None if any is unthrottled)."""
         rates = [t.rate.mean_rate for t in self.topic_specs()]
-        return None if any(r is None for r in rates) else float(sum(rates))
+        return None if any(r is None for r in rates) else float(
+            sum(r for r in rates if r is not None))
 
     @property
     def total_messages(self) -> int | None:

@@ -318,7 +318,12 @@ def parse_workload(text: str, file: str = "<workload>") -> Workload:
         raise top["topics"].fail("list at least one topic")
     names = [t.name for t in topics]
     seen: set[str] = set()
-    duplicate = next((n for n in names if n in seen or seen.add(n)), None)
+    duplicate = None
+    for name in names:  # the first name seen a second time
+        if name in seen:
+            duplicate = name
+            break
+        seen.add(name)
     if duplicate:
         raise top["topics"].fail(f"topic {duplicate!r} appears twice")
     duration = top["duration_s"].seconds() if "duration_s" in top else None
@@ -345,7 +350,8 @@ def parse_workload(text: str, file: str = "<workload>") -> Workload:
     return Workload(
         topic=topics[0].name if len(topics) == 1 else f"{len(topics)} topics",
         partitions=sum(t.partitions for t in topics),
-        rate=None if any(r is None for r in total_rate) else float(sum(total_rate)),
+        rate=None if any(r is None for r in total_rate) else float(
+            sum(r for r in total_rate if r is not None)),
         duration_s=duration, messages=messages, seed=seed, warmup_s=warmup,
         topics=tuple(topics),
     )
@@ -362,6 +368,7 @@ def _topic_fields(topics: Field) -> list[Field]:
 
 
 def load_workload(path: Path) -> Workload:
+    """Read and validate a workload file (docs/guides/workloads.md)."""
     try:
         text = read_regular_file(path, "workload file", MAX_FILE_BYTES,
                                  WorkloadFileError).decode("utf-8")

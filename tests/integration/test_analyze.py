@@ -138,9 +138,9 @@ def test_where_language_on_spark_matches_the_same_condition_in_python(spark, sav
                 and r["topic_partitions"] >= 8 and r["settings"].get("linger.ms") is not None
                 and r["hostname"] is not None and r["kind"] != "x" and r["duration_s"] > 0.5}
     assert expected and {row["run"] for row in analysis.rows} == expected
-    from producer_core.analysis.analyze import _schema
+    from producer_core.analysis.analyze import runs_schema
     from producer_core.analysis.where import parse_where, to_spark
 
     every = " AND ".join(f"({c} = {c} OR {c} IS NULL)" for c in WHERE_COLUMNS)
-    meta = spark.createDataFrame(rows, _schema())
+    meta = spark.createDataFrame(rows, runs_schema())
     assert meta.filter(to_spark(parse_where(every))).count() == len(rows)

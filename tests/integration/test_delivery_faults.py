@@ -131,7 +131,7 @@ def test_hung_broker_run_ends_within_delivery_timeout_with_exact_outcomes(broker
     finally:
         timer.cancel()
         timer.join()
-        os.kill(broker.pid, signal.SIGCONT)  # type: ignore[arg-type]
+        os.kill(broker.pid, signal.SIGCONT)  # type: ignore[arg-type]  # the broker ran: it has a pid
     took = time.monotonic() - began
     # the last intended send is at 3 s; delivery.timeout.ms=3000 bounds the rest
     assert took < 3.0 + 3.0 + 2.5, f"the run took {took:.1f} s"
@@ -186,7 +186,7 @@ def test_stop_while_the_broker_hangs_settles_in_flight_as_unknown(broker):
     finally:
         stopper.cancel()
         timer.join()
-        os.kill(broker.pid, signal.SIGCONT)  # type: ignore[arg-type]
+        os.kill(broker.pid, signal.SIGCONT)  # type: ignore[arg-type]  # the broker ran: it has a pid
     assert time.monotonic() - began < 8.0  # 2 s, the 2 s grace, setup and slack
     m = results.metrics
     assert not m.complete

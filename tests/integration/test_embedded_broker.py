@@ -242,7 +242,7 @@ def test_interrupt_during_start_leaves_no_process(monkeypatch: pytest.MonkeyPatc
     real_launch = embedded.subprocess.Popen
 
     def recording_popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
-        proc = real_launch(*args, **kwargs)  # type: ignore[call-overload]
+        proc = real_launch(*args, **kwargs)  # type: ignore[call-overload]  # Popen's own arguments, passed on
         spawned.append(proc.pid)
         return proc
 

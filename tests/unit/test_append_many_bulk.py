@@ -20,7 +20,7 @@ from producer_core.core.accumulator import (
 SLOTS = [TopicPartition("t", p) for p in range(8)]
 
 
-def _passes(seed: int, keyed: bool, sizes: str, slot_pattern: str, passes: int = 12):
+def bulk_passes(seed: int, keyed: bool, sizes: str, slot_pattern: str, passes: int = 12):
     """Generator passes: (slots, ids, keys, values, intended, now, timestamp_ms)."""
     rng = random.Random(seed)
     next_id = 1000
@@ -52,7 +52,7 @@ def _passes(seed: int, keyed: bool, sizes: str, slot_pattern: str, passes: int =
         yield slots, ids, keys, values, intended, now, timestamp
 
 
-def _state(acc: Accumulator) -> list:
+def accumulator_state(acc: Accumulator) -> list:
     """Everything a batch holds, built to bytes (sealing also closes the batches)."""
     out = []
     for queue in acc.queues:
@@ -75,7 +75,7 @@ def test_bulk_matches_record_by_record(keyed, sizes, slot_pattern, headers, comp
     seed = zlib.crc32(repr((keyed, sizes, slot_pattern, headers, compression)).encode())
     filled = 0
     for number, (slots, ids, keys, values, intended, now, ts) in enumerate(
-            _passes(seed, keyed, sizes, slot_pattern)):
+            bulk_passes(seed, keyed, sizes, slot_pattern)):
         got = bulk.append_many(slots, ids, keys, values, intended, now, ts, headers)
         want = each.append_each(slots, ids, keys, values, intended, now, ts, headers)
         assert got == want, f"events differ in pass {number}"
@@ -90,7 +90,7 @@ def test_bulk_matches_record_by_record(keyed, sizes, slot_pattern, headers, comp
                     assert (a.ids, a.intended, a.record_bytes) == (b.ids, b.intended,
                                                                    b.record_bytes)
     assert filled > 0, "the inputs must cross batch boundaries"
-    assert _state(bulk) == _state(each)
+    assert accumulator_state(bulk) == accumulator_state(each)
     assert (bulk.queued_bytes, bulk.queued_records) == (each.queued_bytes, each.queued_records)
 
 

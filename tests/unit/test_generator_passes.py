@@ -23,7 +23,7 @@ class _Policy:
 def _generator(keys: int = 0) -> tuple[Generator, Accumulator]:
     workload = Workload(topic="t", partitions=8, rate=20_000, duration_s=0.5, keys=keys)
     acc = Accumulator([TopicPartition("t", p) for p in range(8)], 16384)
-    generator = Generator(workload, [0], acc, _Policy(), RunMetrics())  # type: ignore[arg-type]
+    generator = Generator(workload, [0], acc, _Policy(), RunMetrics())  # type: ignore[arg-type]  # a stand-in policy
     generator.begin(10.0)
     return generator, acc
 

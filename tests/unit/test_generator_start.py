@@ -14,7 +14,7 @@ def _generator(rate: float | None) -> tuple[Generator, Accumulator]:
     workload = Workload(topic="t", partitions=4, rate=rate, messages=5000, duration_s=None,
                         message_size=100)
     acc = Accumulator([TopicPartition("t", p) for p in range(4)], 16384)
-    generator = Generator(workload, [0], acc, ClientBatching(),  # type: ignore[arg-type]
+    generator = Generator(workload, [0], acc, ClientBatching(),  # type: ignore[arg-type]  # a stand-in policy
                           RunMetrics())
     generator.begin(10.0)
     return generator, acc

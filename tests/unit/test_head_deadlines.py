@@ -61,7 +61,7 @@ steps = st.lists(st.tuples(
 def test_expired_slots_come_in_one_heaps_order(script: list[tuple[str, int, int]],
                                                flush: bool) -> None:
     heads = Heads()
-    ours = HeadDeadlines(heads, linger_s=0.005)  # type: ignore[arg-type]
+    ours = HeadDeadlines(heads, linger_s=0.005)  # type: ignore[arg-type]  # Heads stands in for the accumulator
     reference = OneHeap(heads, linger_s=0.005)
     now = 0.0
     for action, slot, amount in script:

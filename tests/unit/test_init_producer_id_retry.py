@@ -35,7 +35,7 @@ def _cluster(conn: ScriptedConnection) -> Cluster:
     async def any_conn() -> ScriptedConnection:
         return conn
 
-    cluster._any_conn = any_conn  # type: ignore[method-assign]
+    cluster._any_conn = any_conn  # type: ignore[method-assign]  # a scripted connection
     return cluster
 
 

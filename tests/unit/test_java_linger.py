@@ -8,7 +8,12 @@ import pytest
 from producer_core.config import build_settings
 from producer_core.core.accumulator import Accumulator, TopicPartition
 from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.core.linger.java import JavaLinger, sender_timer
+from producer_core.core.linger.java import (
+    JavaLinger,
+    java_metadata_order,
+    java_string_hash,
+    sender_timer,
+)
 from producer_core.core.memory import MAX_BLOCK_REASON, BatchMemory, BlockedGenerator
 from producer_core.errors import ConfigError
 from producer_core.modes import make_policy
@@ -154,28 +159,70 @@ def test_no_free_request_slot_means_no_request():
     assert sent(policy.poll(0.001, PollContext({1: 1}))) == [(1, [0])]
 
 
-def test_max_request_size_cuts_the_request_and_the_next_starts_where_it_stopped():
-    # each batch is ~170 bytes, the request overhead 128: room for 2 batches per request
+def drain_all(policy, now: float, free: int = 10) -> list[list[int]]:
+    """Sender passes at `now` until nothing more is sent: Java sends one request per node
+    per pass, and a node still ready has its next pass come at once."""
+    requests = []
+    while plans := policy.poll(now, PollContext({1: free})):
+        assert len(plans) == 1  # one node: one request per pass
+        requests.extend(slots for _, slots in sent(plans))
+    return requests
+
+
+def test_max_request_size_cuts_the_request_and_the_next_pass_starts_where_it_stopped():
+    # Java walks topic t's partitions in its metadata's order: 5, 4, 3, 2, 1, 0
     acc, policy = make(partitions=6, linger_s=0.010, max_request_size=520)
     for slot in range(6):
         append(acc, policy, slot, now=0.0)
-    plans = policy.poll(0.010, PollContext({1: 10}))
-    assert sent(plans) == [(1, [0, 1]), (1, [2, 3]), (1, [4, 5])]
+    batch = acc.head(0).size_bytes()
+    assert 3 * batch <= 520 < 4 * batch  # the limit counts the batches' bytes only
+    (plan,) = policy.poll(0.010, PollContext({1: 10}))  # one request per Sender pass
+    assert sorted(b.slot for b in plan.batches) == [3, 4, 5]
+    assert policy.next_wakeup() == 0.010  # still ready: the next pass comes at once
+    (plan,) = policy.poll(0.010, PollContext({1: 10}))
+    assert sorted(b.slot for b in plan.batches) == [0, 1, 2]
+    assert policy.poll(0.010, PollContext({1: 10})) == []
     for slot in (0, 1, 2, 3, 4):
         append(acc, policy, slot, now=0.020)
-    # all expire at 0.030. The last request walked all the way round from 4 (4, 5, 0, 1, 2,
-    # 3), and Java's drainIndex stays on the last partition examined: the next walk starts
-    # at 3. Each request that is cut short starts the next at the partition that did not fit.
-    plans = policy.poll(0.030, PollContext({1: 10}))
-    assert [slots for _, slots in sent(plans)] == [[3, 4], [0, 1], [2]]
+    # all expire at 0.030. The last walk began at 2 and went all the way round (2, 1, 0,
+    # 5, 4, 3); Java's drainIndex stays on the last partition examined: the next walk
+    # starts at 3. A request cut short starts the next at the partition that did not fit.
+    assert drain_all(policy, 0.030) == [[1, 2, 3], [0, 4]]
 
 
 def test_max_partitions_per_request():
     acc, policy = make(linger_s=0.0, max_partitions=2)
     for slot in range(5):
         append(acc, policy, slot, now=0.0)
-    plans = policy.poll(0.0, PollContext({1: 10}))
-    assert [len(p.batches) for p in plans] == [2, 2, 1]
+    assert [len(r) for r in drain_all(policy, 0.0)] == [2, 2, 1]
+
+
+def test_every_ready_node_gets_one_request_per_pass():
+    acc, policy = make(partitions=4, leaders=[1, 1, 2, 2], linger_s=0.0, max_partitions=1)
+    for slot in range(4):
+        append(acc, policy, slot, now=0.0)
+    plans = policy.poll(0.0, PollContext({1: 5, 2: 5}))
+    assert sorted(plan.broker for plan in plans) == [1, 2]
+
+
+@pytest.mark.parametrize(("topic", "partitions", "first"), [
+    # the first entries of Java's own HashMap<TopicPartition, ...> iteration, printed by a
+    # JVM with kafka-clients 4.3.1 (new HashMap<>(n), n partitions put in order)
+    ("t", 6, [5, 4, 3, 2, 1, 0]),
+    ("kbatch-x", 64, [6, 39, 10, 43, 60, 31, 2, 35, 22, 55, 26, 59, 14, 47, 18, 51]),
+    ("fid-real-848486818", 1000, [489, 555, 621, 687, 753, 819, 885, 951, 26, 92, 158]),
+])
+def test_java_metadata_order_is_javas_hashmap_order(topic: str, partitions: int,
+                                                   first: list[int]) -> None:
+    order = java_metadata_order([TopicPartition(topic, p) for p in range(partitions)])
+    assert order[:len(first)] == first and sorted(order) == list(range(partitions))
+
+
+def test_java_string_hash_is_javas() -> None:
+    assert java_string_hash("") == 0 and java_string_hash("t") == 116
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -2147483648  # wraps to Integer.MIN_VALUE
+    assert java_string_hash("é") == 233
 
 
 def test_retry_is_sendable_at_once():

@@ -34,10 +34,10 @@ from producer_core.brokers.lab import protocol
 from producer_core.brokers.lab.delay import DelayModel
 from producer_core.brokers.lab.layout import Layout, Node
 from producer_core.brokers.lab.protocol import (
+    ApiVersionsResponse_v3,
+    DescribeClusterResponse_v1,
     ProtocolError,
-    _ApiVersionsResponse_v3,
-    _DescribeClusterResponse_v1,
-    _Tags,
+    Tags,
 )
 from producer_core.brokers.lab.state import process_alive, read_state, remove_state, write_state
 from producer_core.errors import UsageError
@@ -104,9 +104,9 @@ def test_tags_encode_with_lengths_and_round_trip():
     from io import BytesIO
 
     tags = {0: b"ab", 3: b""}
-    encoded = _Tags.encode(tags)
+    encoded = Tags.encode(tags)
     assert encoded == b"\x02\x00\x02ab\x03\x00"
-    assert _Tags.decode(BytesIO(encoded)) == tags
+    assert Tags.decode(BytesIO(encoded)) == tags
 
 
 ENTRIES = [(0, 0, 11), (3, 0, 12), (10, 0, 6), (19, 0, 7), (20, 0, 6), (60, 0, 1),
@@ -123,8 +123,8 @@ def test_api_versions_are_capped_and_hidden_apis_left_out():
 
 def test_api_versions_v3_keeps_its_tagged_fields():
     features = {0: b"\x01\x02\x03"}
-    body = _ApiVersionsResponse_v3(0, [(*e, {}) for e in ENTRIES], 0, features).encode()
-    capped = _ApiVersionsResponse_v3.decode(protocol.cap_api_versions(3, body))
+    body = ApiVersionsResponse_v3(0, [(*e, {}) for e in ENTRIES], 0, features).encode()
+    capped = ApiVersionsResponse_v3.decode(protocol.cap_api_versions(3, body))
     assert [e[:3] for e in capped.api_versions] == CAPPED
     assert capped.tags == features
     # an error (e.g. UNSUPPORTED_VERSION) passes unchanged, whatever its layout
@@ -189,13 +189,13 @@ def test_find_coordinator_points_at_the_layouts_coordinator(version):
 
 
 def test_describe_cluster_lists_the_lab_nodes():
-    body = _DescribeClusterResponse_v1(0, 0, None, 1, "tansu", 111,
+    body = DescribeClusterResponse_v1(0, 0, None, 1, "tansu", 111,
                                        [(111, "127.0.0.1", 40111, None, {})], -2**31, {})
     frame = response_frame(5, b"\x00" + body.encode())  # flexible header: empty tag buffer
     info = protocol.RequestInfo(60, 1, 5, 0)
     out = protocol.rewrite_response(info, frame, LAYOUT)
     assert out[:5] == struct.pack(">i", 5) + b"\x00"
-    decoded = _DescribeClusterResponse_v1.decode(out[5:])
+    decoded = DescribeClusterResponse_v1.decode(out[5:])
     assert decoded.controller_id == 1 and decoded.cluster_id == "tansu"
     assert [b[:3] for b in decoded.brokers] == [(n.node_id, n.host, n.port) for n in LAYOUT.nodes]
 

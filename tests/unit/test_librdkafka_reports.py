@@ -14,7 +14,7 @@ import pytest
 
 from producer_core.config import build_settings
 from producer_core.drivers.generator import ClientBatching, Generator
-from producer_core.drivers.librdkafka import LibrdkafkaRun, _ProduceSink
+from producer_core.drivers.librdkafka import LibrdkafkaRun, ProduceSink
 from producer_core.workload.payload import PayloadSpec
 from producer_core.workload.workload import (
     RateSpec,
@@ -81,8 +81,8 @@ def produce_for(workload: Workload, seconds: float) -> tuple[LibrdkafkaRun, Reco
     now = [0.0]
     run.clock = lambda: now[0]
     producer = RecordingProducer()
-    generator = Generator(workload, run.first_slots, _ProduceSink(run, producer),  # type: ignore[arg-type]
-                          ClientBatching(), run.metrics, run.partitioning)  # type: ignore[arg-type]
+    generator = Generator(workload, run.first_slots, ProduceSink(run, producer),  # type: ignore[arg-type]  # a sink, duck-typed
+                          ClientBatching(), run.metrics, run.partitioning)  # type: ignore[arg-type]  # a stand-in policy
     generator.begin(0.0)
     while now[0] < seconds:
         now[0] += 0.01
@@ -151,8 +151,8 @@ def test_a_message_refused_at_once_leaves_nothing_in_flight():
 
     workload = Workload(topic="t", partitions=2, rate=100, duration_s=0.1)
     run = LibrdkafkaRun(workload, build_settings(mode="librdkafka"), "127.0.0.1:1")
-    generator = Generator(workload, run.first_slots, _ProduceSink(run, Refusing()),  # type: ignore[arg-type]
-                          ClientBatching(), run.metrics, run.partitioning)  # type: ignore[arg-type]
+    generator = Generator(workload, run.first_slots, ProduceSink(run, Refusing()),  # type: ignore[arg-type]  # a sink, duck-typed
+                          ClientBatching(), run.metrics, run.partitioning)  # type: ignore[arg-type]  # a stand-in policy
     generator.begin(0.0)
     generator.generate(0.2)
     assert run.metrics.messages_failed == 10 and run.in_flight == {}

@@ -25,7 +25,7 @@ class StandIn(NodeCluster):
         self.ports: dict[int, int] = {}
         self.calls: list[str] = []
 
-    version = "9.9"  # type: ignore[assignment]
+    version = "9.9"  # type: ignore[assignment]  # a fake's version, a plain str
 
     @property
     def started(self) -> bool:

@@ -166,7 +166,7 @@ def test_availability_timeout_skips_a_broker_that_does_not_drain() -> None:
     chooser = UniformSticky(4, 0, acc, seed=5, batch_size=200, adaptive=True,
                             availability_timeout_s=0.1, linger_s=0.005, leaders=leaders)
     assert chooser.load_stats(0.05) is not None and chooser.excluded == 0
-    cft, ids = chooser.load_stats(0.2)  # type: ignore[misc]
+    cft, ids = chooser.load_stats(0.2)  # type: ignore[misc]  # not None here (adaptive)
     assert list(ids) == [2, 3] and chooser.excluded == 2
     chooser.refresh_load_stats(0.2)
     assert all(chooser.next_partition() in (2, 3) for _ in range(200))
@@ -259,7 +259,7 @@ def test_generator_places_keyless_messages_by_partitioner(name: str) -> None:
                         message_size=100)
     acc = Accumulator([TopicPartition("t", p) for p in range(100)], 1000)
     policy = _Recorder()
-    generator = Generator(workload, [0], acc, policy, RunMetrics(),  # type: ignore[arg-type]
+    generator = Generator(workload, [0], acc, policy, RunMetrics(),  # type: ignore[arg-type]  # a recording stand-in policy
                           Partitioning(name=name, batch_size=1000))
     generator.begin(0.0)
     for step in range(1, 11):

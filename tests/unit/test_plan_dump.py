@@ -72,7 +72,7 @@ def _run(mode: str, settings: dict[str, str], workload: dict[str, Any],
     async def go() -> Any:
         call = RunCall(Workload(**workload), build_settings(settings, mode=mode), mode,
                        cluster.bootstrap)
-        engine = Engine(call, cluster)  # type: ignore[arg-type]
+        engine = Engine(call, cluster)  # type: ignore[arg-type]  # a fake cluster
         try:
             return await engine.run()
         except BrokerError as exc:

@@ -15,7 +15,7 @@ from aiokafka.protocol.produce import ProduceResponse_v3, ProduceResponse_v7
 
 from producer_core.transport.produce_send import ProduceAnswer, ProduceLine, answer
 from producer_core.transport.produce_wire import ProduceRequest
-from producer_core.transport.transport import _tolerant_frame
+from producer_core.transport.transport import tolerant_frame
 
 TOPICS = [("t", [(0, b"\x01" * 70), (3, b"\x02" * 11)]), ("u", [(1, b"\x03" * 5)])]
 
@@ -71,7 +71,7 @@ def test_the_response_frame_answers_the_future(response_type: type) -> None:
         (correlation_id,) = struct.unpack_from(">i", conn._writer.frames[0], 8)
         entry = (0, 0, 41, -1) if response_type is ProduceResponse_v3 else (0, 0, 41, -1, 0)
         body = response_type([("t", [entry])], 17).encode()
-        _tolerant_frame(conn, conn._handle_frame, struct.pack(">i", correlation_id) + body)
+        tolerant_frame(conn, conn._handle_frame, struct.pack(">i", correlation_id) + body)
         assert future.done()
         assert future.result() == ProduceAnswer([("t", [entry])], 17)
         assert not conn._requests

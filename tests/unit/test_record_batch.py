@@ -15,7 +15,7 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 
 from producer_core.core.accumulator import COMPRESSION_CODES, Accumulator
 from producer_core.core.record_batch import NO_HEADERS_FIELD, RecordBatchWriter, varint
-from tests.unit.test_append_many_bulk import SLOTS, _passes, _state
+from tests.unit.test_append_many_bulk import SLOTS, accumulator_state, bulk_passes
 
 CODECS = list(COMPRESSION_CODES)
 
@@ -134,7 +134,7 @@ def test_append_many_in_runs_matches_record_by_record(compression, slot_pattern,
     seed = zlib.crc32(repr((compression, slot_pattern, batch_size)).encode())
     writers = 0
     for number, (slots, ids, _, values, intended, now, ts) in enumerate(
-            _passes(seed, False, "fixed", slot_pattern, passes=16)):
+            bulk_passes(seed, False, "fixed", slot_pattern, passes=16)):
         got = runs.append_many(slots, ids, None, values, intended, now, ts, [],
                                value_size=100)
         want = each.append_each(slots, ids, None, values, intended, now, ts, [])
@@ -153,7 +153,7 @@ def test_append_many_in_runs_matches_record_by_record(compression, slot_pattern,
                     assert (a.ids, a.intended, a.record_bytes) == (b.ids, b.intended,
                                                                    b.record_bytes)
     assert writers > 0, "large passes must build writer batches"
-    assert _state(runs) == _state(each)
+    assert accumulator_state(runs) == accumulator_state(each)
 
 
 def test_transactional_stamp_patches_a_writer_batch():

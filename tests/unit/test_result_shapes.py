@@ -65,7 +65,7 @@ def _document(mode: str, settings: dict[str, str]) -> dict[str, Any]:
     async def go() -> Any:
         workload = Workload(rate=2000.0, duration_s=0.1, partitions=6, message_size=40)
         call = RunCall(workload, build_settings(settings, mode=mode), mode, cluster.bootstrap)
-        return await Engine(call, cluster).run()  # type: ignore[arg-type]
+        return await Engine(call, cluster).run()  # type: ignore[arg-type]  # a fake cluster
 
     return json.loads(json.dumps(run_virtual(go).to_dict(), default=str))
 

@@ -52,7 +52,7 @@ def test_the_engine_runs_the_toy_mode(with_tick: None) -> None:
     async def go():  # noqa: ANN202
         workload = Workload(rate=1000.0, duration_s=0.2, partitions=6, message_size=20)
         call = RunCall(workload, settings, "tick", cluster.bootstrap)
-        return await Engine(call, cluster).run()  # type: ignore[arg-type]
+        return await Engine(call, cluster).run()  # type: ignore[arg-type]  # a fake cluster
 
     results = run_virtual(go)
     m = results.metrics

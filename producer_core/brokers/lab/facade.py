@@ -26,6 +26,7 @@ import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import producer_core.brokers.lab.protocol as protocol
@@ -149,7 +150,9 @@ class Facade:
         if len(backends) != self._node_count:
             raise ValueError(f"need {self._node_count} backends, got {len(backends)}")
         with self._lock:
-            self._backends = {i + 1: tuple(b) for i, b in enumerate(backends)}  # type: ignore[misc]
+            # tuple(b): the (host, port) pair itself, as a tuple (a list is accepted too)
+            self._backends = {
+                i + 1: tuple(b) for i, b in enumerate(backends)}  # type: ignore[misc]  # see above
 
     def counts(self) -> dict[int, dict[int, int]]:
         """Requests received so far: node id -> api key -> count."""
@@ -195,7 +198,7 @@ class Facade:
                 node_id = index + 1
                 try:
                     server = await asyncio.start_server(
-                        lambda r, w, n=node_id: self._accept(n, r, w),
+                        partial(self._accept, node_id),
                         self.host, port, backlog=1024, reuse_address=True,
                         limit=_STREAM_LIMIT,
                     )

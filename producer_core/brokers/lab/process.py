@@ -80,7 +80,7 @@ class FacadeProcess:
             )
 
         try:
-            self._proc = SPAWNER.run(spawn)  # type: ignore[arg-type]
+            self._proc = SPAWNER.run(spawn)
         except OSError as exc:
             raise BrokerError(f"Could not start the lab facade process: {exc}") from exc
         try:
@@ -149,7 +149,7 @@ class FacadeProcess:
                 + (f"exited (code {code})" if code is not None else f"gave {detail}")
                 + "; its messages, if any, are above."
             )
-        return json.loads(line)  # type: ignore[no-any-return]
+        return json.loads(line)
 
 
 def _readline(stream: IO[str], timeout_s: float) -> str:

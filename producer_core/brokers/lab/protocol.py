@@ -136,7 +136,7 @@ class RequestInfo:
             return self.header_end
         buf = BytesIO(frame)
         buf.seek(self.header_end)
-        _Tags.decode(buf)
+        Tags.decode(buf)
         return buf.tell()
 
 
@@ -194,7 +194,7 @@ def _skip_string(buf: BytesIO) -> None:
 # ----------------------------------------------------------------------------- responses
 
 
-class _Tags(TaggedFields):
+class Tags(TaggedFields):
     """Tagged fields kept as raw bytes. aiokafka 0.14's ``TaggedFields.encode`` leaves out
     each field's length, so re-encoding a non-empty tag buffer needs this fix."""
 
@@ -207,43 +207,43 @@ class _Tags(TaggedFields):
         return b"".join(out)
 
 
-class _ApiVersionsResponse_v3(Response):
+class ApiVersionsResponse_v3(Response):
     API_KEY = API_API_VERSIONS
     API_VERSION = 3
     SCHEMA = Schema(
         ("error_code", Int16),
         ("api_versions", CompactArray(("api_key", Int16), ("min_version", Int16),
-                                      ("max_version", Int16), ("tags", _Tags))),
+                                      ("max_version", Int16), ("tags", Tags))),
         ("throttle_time_ms", Int32),
-        ("tags", _Tags),
+        ("tags", Tags),
     )
 
 
 _DESCRIBE_CLUSTER_BROKERS = CompactArray(
     ("broker_id", Int32), ("host", CompactString()), ("port", Int32),
-    ("rack", CompactString()), ("tags", _Tags),
+    ("rack", CompactString()), ("tags", Tags),
 )
 
 
-class _DescribeClusterResponse_v0(Response):
+class DescribeClusterResponse_v0(Response):
     API_KEY = API_DESCRIBE_CLUSTER
     API_VERSION = 0
     SCHEMA = Schema(
         ("throttle_time_ms", Int32), ("error_code", Int16), ("error_message", CompactString()),
         ("cluster_id", CompactString()), ("controller_id", Int32),
         ("brokers", _DESCRIBE_CLUSTER_BROKERS), ("cluster_authorized_operations", Int32),
-        ("tags", _Tags),
+        ("tags", Tags),
     )
 
 
-class _DescribeClusterResponse_v1(Response):
+class DescribeClusterResponse_v1(Response):
     API_KEY = API_DESCRIBE_CLUSTER
     API_VERSION = 1
     SCHEMA = Schema(
         ("throttle_time_ms", Int32), ("error_code", Int16), ("error_message", CompactString()),
         ("endpoint_type", Int8), ("cluster_id", CompactString()), ("controller_id", Int32),
         ("brokers", _DESCRIBE_CLUSTER_BROKERS), ("cluster_authorized_operations", Int32),
-        ("tags", _Tags),
+        ("tags", Tags),
     )
 
 
@@ -255,7 +255,7 @@ _RESPONSES: dict[int, list[type[Response]]] = {
                         CreateTopicsResponse_v2, CreateTopicsResponse_v3],
     API_DELETE_TOPICS: [DeleteTopicsResponse_v0, DeleteTopicsResponse_v1,
                         DeleteTopicsResponse_v2, DeleteTopicsResponse_v3],
-    API_DESCRIBE_CLUSTER: [_DescribeClusterResponse_v0, _DescribeClusterResponse_v1],
+    API_DESCRIBE_CLUSTER: [DescribeClusterResponse_v0, DescribeClusterResponse_v1],
 }
 #: Responses whose header carries tagged fields, among those the facade rewrites
 #: (ApiVersions never does, whatever its version).
@@ -291,7 +291,7 @@ def _split(api_key: int, frame: bytes) -> tuple[bytes, bytes]:
     if api_key in _FLEXIBLE_RESPONSES:
         buf = BytesIO(frame)
         buf.seek(4)
-        _Tags.decode(buf)
+        Tags.decode(buf)
         end = buf.tell()
     else:
         end = 4
@@ -326,7 +326,7 @@ def cap_api_versions(version: int, body: bytes) -> bytes:
         # client retries with a version it can use, and that answer is capped.
         return body
     cls = [ApiVersionResponse_v0, ApiVersionResponse_v1, ApiVersionResponse_v2][version] \
-        if version < 3 else _ApiVersionsResponse_v3
+        if version < 3 else ApiVersionsResponse_v3
     response = _decode_exact(cls, body)
     entries = []
     for entry in response.api_versions:

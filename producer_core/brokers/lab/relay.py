@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import struct
 from collections.abc import Sequence
+from functools import partial
 
 from producer_core.brokers.lab.delay import DelayModel
 from producer_core.errors import BrokerError
@@ -61,7 +62,7 @@ class DelayRelays:
         ports = []
         for index in range(self.count):
             server = await asyncio.start_server(
-                lambda r, w, i=index: self._serve(i, r, w), self.host, 0, limit=_STREAM_LIMIT)
+                partial(self._serve, index), self.host, 0, limit=_STREAM_LIMIT)
             self._servers.append(server)
             ports.append(int(server.sockets[0].getsockname()[1]))
         return ports

@@ -342,7 +342,8 @@ def _integral(times: np.ndarray, windows: np.ndarray, xs: np.ndarray) -> np.ndar
     from ``times[i]`` on (the first window also holds before ``times[0]``)."""
     cumulative = np.concatenate(([0.0], np.cumsum(windows[:-1] * np.diff(times))))
     k = np.clip(np.searchsorted(times, xs, side="right") - 1, 0, None)
-    return cumulative[k] + windows[k] * (xs - times[k])
+    integral: np.ndarray = cumulative[k] + windows[k] * (xs - times[k])  # numpy: Any
+    return integral
 
 
 def _means(times: np.ndarray, windows: np.ndarray, edges: np.ndarray) -> np.ndarray:

@@ -33,7 +33,9 @@ class QueueView(Protocol):
     different record batch limit declares it (`ModeSpec.batch_size`)."""
 
     slots: list[TopicPartition]
-    queues: Sequence[Sequence[ProducerBatch]]
+
+    @property
+    def queues(self) -> Sequence[Sequence[ProducerBatch]]: ...
 
     @property
     def queued_bytes(self) -> int: ...

@@ -11,7 +11,24 @@ or not, one batch per partition, until the next batch would push the request pas
 simply sends its open batch; its next record starts a new batch.
 
 The walk over a broker's partitions starts at a rotating index (Java's `drainIndex`):
-the partition that did not fit starts the next request, so none starves.
+the partition that did not fit starts the next request, so none starves. Three details of
+Java's drain, each found by the trace replay (`producer_core.analysis.trace_replay`,
+issue 42), are kept exactly:
+
+- **One request per node per Sender pass.** `RecordAccumulator.drain` calls
+  `drainBatchesForOneNode` once for each ready node; a node still ready after it (its
+  request was cut by the size limit, or a partition holds several batches) gets its next
+  request in the Sender's next pass, which comes at once (`pollTimeout = 0` when nodes were
+  ready). Sending several requests to one node in one poll made the same requests, but
+  in passes where the client wrote one.
+- **The size limit counts batches only.** A request stops before the batch that would
+  bring `size + first.estimatedSizeInBytes()` past `max.request.size` (the batches' own
+  bytes; no request or partition overhead), so a cut request holds a few more partitions
+  than an estimate with overheads (858 against 845 of 1,000 partitions in one request).
+- **The walk follows Java's metadata order, not partition order.** `partitionsForNode`
+  lists a node's partitions as Java's `MetadataSnapshot` holds them: a `HashMap` keyed by
+  `TopicPartition`, iterated bucket by bucket (`java_metadata_order`). Which partitions a
+  cut request takes depends on it.
 
 The memory condition comes from the engine (`PollContext.memory_exhausted`), which accounts
 `buffer.memory` the Java way (see `producer_core.core.memory.BatchMemory`).
@@ -42,9 +59,8 @@ from __future__ import annotations
 from producer_core.core.accumulator import (
     BATCH_FILLED,
     BECAME_NONEMPTY,
-    PARTITION_OVERHEAD_BYTES,
-    REQUEST_OVERHEAD_BYTES,
     ProducerBatch,
+    TopicPartition,
 )
 from producer_core.core.linger.base import (
     LingerPolicy,
@@ -60,6 +76,51 @@ REASONS = ("flush", "memory", "retry", "batch_full", "linger")
 
 JAVA_TICK_S = 0.001
 """The Java producer's clock (`Time.milliseconds()`) ticks in whole milliseconds."""
+
+
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def java_string_hash(text: str) -> int:
+    """`String.hashCode()`: over UTF-16 code units, in 32-bit arithmetic."""
+    units = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
+    return _int32(h)
+
+
+def java_hashmap_capacity(entries: int) -> int:
+    """The table size of `new HashMap<>(entries)` once `entries` keys are in: the power of
+    two at or above `entries` (`tableSizeFor`), doubled while the load passes 0.75."""
+    capacity = 1
+    while capacity < entries:
+        capacity <<= 1
+    while entries > capacity * 0.75:
+        capacity <<= 1
+    return capacity
+
+
+def java_metadata_order(slots: list[TopicPartition]) -> list[int]:
+    """The slots in the order Java's producer metadata iterates its partitions: a
+    `HashMap<TopicPartition, ...>` of them all (`MetadataSnapshot.metadataByPartition`),
+    bucket by bucket (`hash ^ hash >>> 16`, masked by the table size), in insertion order
+    within a bucket (assumed to be slot order, as a Metadata response lists them).
+    `TopicPartition.hashCode()` is `31 * (31 + partition) + topic.hashCode()`."""
+    mask = java_hashmap_capacity(len(slots)) - 1
+    topic_hash: dict[str, int] = {}
+
+    def bucket(slot: int) -> int:
+        tp = slots[slot]
+        th = topic_hash.get(tp.topic)
+        if th is None:
+            th = topic_hash[tp.topic] = java_string_hash(tp.topic)
+        h = (31 * (31 + tp.partition) + th) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & mask
+
+    return sorted(range(len(slots)), key=lambda slot: (bucket(slot), slot))
 
 
 def sender_timer(now: float, deadline: float, tick: float = JAVA_TICK_S) -> float:
@@ -91,6 +152,7 @@ class JavaLinger(LingerPolicy):
         self._ready: dict[int, dict[int, str]] = {}  # broker -> sendable slot -> reason
         self._nonempty: dict[int, set[int]] = {}  # broker -> slots with data
         self._drain_index: dict[int, int] = {}  # broker -> position where the next walk starts
+        self._order: list[int] | None = None  # slots in Java's metadata order
         self._index_leaders()
         self._requests_by_reason = dict.fromkeys(REASONS, 0)
         self._drained = 0
@@ -98,10 +160,13 @@ class JavaLinger(LingerPolicy):
 
     # ------------------------------------------------------------- bookkeeping
     def _index_leaders(self) -> None:
-        """Each broker's partitions in partition order, and each slot's position there."""
+        """Each broker's partitions in Java's metadata order, and each slot's position
+        there."""
         self._parts: dict[int, list[int]] = {}
-        for slot, broker in enumerate(self.leaders):
-            self._parts.setdefault(broker, []).append(slot)
+        if self._order is None or len(self._order) != len(self.leaders):
+            self._order = java_metadata_order(self.accumulator.slots)
+        for slot in self._order:
+            self._parts.setdefault(self.leaders[slot], []).append(slot)
         self._position = [0] * len(self.leaders)
         for slots in self._parts.values():
             for position, slot in enumerate(slots):
@@ -162,6 +227,37 @@ class JavaLinger(LingerPolicy):
         """A response wakes the Sender (its client.poll returns)."""
         self._awake = True
 
+    def wake(self) -> None:
+        """The Sender looks at the next poll: a trace replay knows the real one did
+        (`producer_core.analysis.trace_replay`)."""
+        self._awake = True
+
+    def ready_since(self, broker: int, now: float) -> float | None:
+        """Since when `broker` has been ready by this policy's rule (None: it is not at
+        `now`): the earliest linger deadline or batch fill among its partitions, `now`
+        when flushing or out of memory. A trace replay compares it with when the real
+        Sender sent, which shows a rule that would send earlier than the client."""
+        slots = self._nonempty.get(broker)
+        if not slots:
+            return None
+        if self.flushing or self.memory_exhausted:
+            return now
+        accumulator = self.accumulator
+        since: float | None = None
+        for slot in slots:
+            queue = accumulator.queues[slot]
+            head = accumulator.head(slot)
+            if head is None:
+                continue
+            if len(queue) > 1:
+                when = queue[1].created  # the record that did not fit opened the next batch
+            elif head.closed or self.linger_s <= 0:
+                when = head.created
+            else:
+                when = self._deadlines.deadline(head.created)
+            since = when if since is None else min(since, when)
+        return since if since is not None and since <= now else None
+
     # -------------------------------------------------------------- decisions
     def _broker_reason(self, broker: int) -> str | None:
         """Why `broker` is ready now, or None."""
@@ -187,7 +283,7 @@ class JavaLinger(LingerPolicy):
         order = sorted(nonempty, key=lambda s: (position[s] - start) % count)
         limit = self.limits.max_request_size
         max_partitions = self.limits.max_partitions
-        size = REQUEST_OVERHEAD_BYTES
+        size = 0  # Java counts the batches' bytes only
         taken: list[ProducerBatch] = []
         next_start = (start - 1) % count  # Java: a full walk leaves the index on its last step
         marks = self._ready.get(broker, {})
@@ -196,7 +292,7 @@ class JavaLinger(LingerPolicy):
             if head is None:  # cannot happen: nonempty is kept exact; never send nothing
                 nonempty.discard(slot)
                 continue
-            need = head.size_bytes() + PARTITION_OVERHEAD_BYTES
+            need = head.size_bytes()
             full = max_partitions is not None and len(taken) >= max_partitions
             if taken and (full or size + need > limit):
                 next_start = position[slot]  # it starts the next request
@@ -220,6 +316,8 @@ class JavaLinger(LingerPolicy):
                 or (self._timer is not None and now >= self._timer))
 
     def poll(self, now: float, context: PollContext) -> list[RequestPlan]:
+        """One Sender pass: at most one request per ready node (Java's `drain`); a node
+        still ready after it has the next pass come at once."""
         self.context = context
         if not self._looks(now):
             return []
@@ -227,22 +325,26 @@ class JavaLinger(LingerPolicy):
         free_slots = context.free_slots
         self._expire(now)
         plans: list[RequestPlan] = []
+        again = False
         for broker in sorted(self._nonempty):
-            free = free_slots.get(broker, 0)
-            while free > 0:
-                reason = self._broker_reason(broker)
-                if reason is None:
-                    break
-                batches = self._drain(broker, now)
-                if not batches:
-                    break
-                free -= 1
-                self._requests_by_reason[reason] += 1
-                plans.append(RequestPlan(broker, batches, reason))
-            if free <= 0 and self._broker_reason(broker) is not None:
+            reason = self._broker_reason(broker)
+            if reason is None:
+                continue
+            if free_slots.get(broker, 0) <= 0:
                 self._awake = True  # ready but no room: the next response lets it send
+                continue
+            batches = self._drain(broker, now)
+            if not batches:
+                continue
+            self._requests_by_reason[reason] += 1
+            plans.append(RequestPlan(broker, batches, reason))
+            if self._broker_reason(broker) is not None:
+                again = True
         deadline = self._deadlines.next_deadline()
         self._timer = None if deadline is None else sender_timer(now, deadline)
+        if again:  # pollTimeout 0: the Sender's next pass comes at once
+            self._awake = True
+            self._timer = now
         return plans
 
     def next_wakeup(self) -> float | None:

@@ -5,7 +5,8 @@ kbatch -> driver, on the driver's stdin, big-endian (Java's DataInputStream):
            ``kbatch.topics`` (names, comma-separated, index order), ``kbatch.deliveries``
            (true: report every acknowledged record), ``kbatch.progress.ms``,
            ``kbatch.intercept`` (default true; false leaves the Sender's KafkaClient
-           unwrapped, for diagnosis: requests are then not counted); every other key is a
+           unwrapped, for diagnosis: requests are then not counted), ``kbatch.trace``
+           (default false; true adds the trace lines below); every other key is a
            KafkaProducer property.
   'P'      ping: the driver answers with its System.nanoTime() (clock offset estimate).
   'M'      one message: uint16 topic index, int32 partition (-1: the client's partitioner),
@@ -19,6 +20,12 @@ kbatch -> driver, on the driver's stdin, big-endian (Java's DataInputStream):
 driver -> kbatch, on stdout: one JSON object per line, ``type`` one of hello (first,
 with ``protocol`` and ``client_version``), pong, progress, request (one per Produce
 request), delivery, config_error, result (last; histograms as base64 HdrHistogram V2).
+With ``kbatch.trace=true`` (`producer_core.results.client_trace`): clock (where the
+producer's millisecond clock ticks on nanoTime), drain_order (each node's partitions in
+the order the Sender's drain walks them), appends (each send()'s start and length,
+in chunks, in message order), node_busy (node, pass: the Sender could not send to a ready
+node in that pass), request lines gain corr, created_ms, ready_ns, pass and
+parts ([topic index, partition, records, retry] each), response (corr, ns) and flush (ns).
 """
 
 from __future__ import annotations
@@ -56,13 +63,14 @@ def _escape(text: str) -> str:
 
 
 def header(topics: list[str], properties: Mapping[str, str], deliveries: bool,
-           progress_ms: int = 1000) -> bytes:
-    """The length-prefixed header frame."""
+           progress_ms: int = 1000, trace: bool = False) -> bytes:
+    """The length-prefixed header frame; `trace` asks for the trace lines."""
     items = {
         "kbatch.protocol": str(PROTOCOL_VERSION),
         "kbatch.topics": ",".join(topics),
         "kbatch.deliveries": "true" if deliveries else "false",
         "kbatch.progress.ms": str(progress_ms),
+        **({"kbatch.trace": "true"} if trace else {}),
         **properties,
     }
     text = "".join(f"{_escape(k)}={_escape(v)}\n" for k, v in items.items()).encode()

@@ -47,6 +47,7 @@ from producer_core.drivers.run_types import (
 )
 from producer_core.errors import BrokerError, ConfigError
 from producer_core.modes.kafka_java_settings import java_properties
+from producer_core.results.client_trace import ClientTrace
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metrics import (
     ClientCounts,
@@ -67,6 +68,9 @@ MIN_SLEEP_S = 0.00005
 time (time.sleep waits to tens of microseconds); a 0.5 ms floor here used to deliver
 2,000 msg/s in late pairs, which made the Java producer batch more than the same schedule
 asks (issue #18)."""
+TRACE_LINES = frozenset(("appends", "response", "clock", "flush", "drain_order",
+                         "node_busy"))
+"""The driver's lines that only a traced run (`kbatch.trace=true`) gets."""
 NO_CALLBACK = "no callback before close"
 """The unknown reason of a message the driver took but whose send callback never came."""
 
@@ -97,6 +101,10 @@ class _PipeSink:
                                 round(when * 1e9) + offset, when >= warmup, message_id,
                                 timestamp_ms, key, value, encoded_headers))
         run.write(b"".join(frames))
+        if run.trace is not None:
+            run.trace.add_messages(slots, list(key_iter), values,
+                                   [round(when * 1e9) + offset for when in intended], headers,
+                                   timestamp_ms)
         return []
 
 
@@ -105,7 +113,7 @@ class KafkaJavaRun:
 
     def __init__(self, workload: Workload, settings: ProducerSettings, bootstrap: str,
                  driver: Driver, on_progress: Callable[[Progress], None] | None = None,
-                 deliveries: list[Delivery] | None = None) -> None:
+                 deliveries: list[Delivery] | None = None, trace: bool = False) -> None:
         self.workload = workload
         self.settings = settings
         self.bootstrap = bootstrap
@@ -131,6 +139,14 @@ class KafkaJavaRun:
                            **java_producer_passthrough(settings.foreign_properties),
                            **settings.security.java_properties(),
                            "bootstrap.servers": bootstrap}
+        self.trace: ClientTrace | None = None
+        """With `trace`: what the Java producer did, message by message and request by
+        request (`ClientTrace`), for a trace replay of an emulation."""
+        if trace:
+            self.trace = ClientTrace("kafka-java", "", [s.name for s in self.specs],
+                                     [s.partitions for s in self.specs], 0, 0,
+                                     settings={k: str(v) for k, v in self.properties.items()
+                                               if k != "bootstrap.servers"})
         self._lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self._requests: list[dict[str, Any]] = []
         self._progress: dict[str, Any] = {}
@@ -165,8 +181,13 @@ class KafkaJavaRun:
             for line in stdout:
                 item = protocol.parse_line(line)
                 kind = item["type"]
+                trace = self.trace
                 if kind == "request":
                     self._requests.append(item)
+                    if trace is not None:
+                        trace.add_request(item)
+                elif trace is not None and kind in TRACE_LINES:
+                    self._trace_line(trace, item)
                 elif kind == "delivery":
                     if self.deliveries is not None:
                         spec = self.specs[item["topic"]]
@@ -187,6 +208,23 @@ class KafkaJavaRun:
         finally:
             self._done.set()
             self._lines.put({"type": "closed"})
+
+    @staticmethod
+    def _trace_line(trace: ClientTrace, item: dict[str, Any]) -> None:
+        kind = item["type"]
+        if kind == "appends":
+            trace.add_appends(item["first"], item["start_ns"], item["took_ns"],
+                              item.get("waited_ns"))
+        elif kind == "response":
+            trace.responses[item["corr"]] = item["ns"]
+        elif kind == "clock":
+            trace.clock_ms, trace.clock_ns = item["ms"], item["ns"]
+        elif kind == "flush":
+            trace.flush_ns = item["ns"]
+        elif kind == "drain_order":
+            trace.add_drain_order(item.get("nodes", {}))
+        elif kind == "node_busy":
+            trace.busy.setdefault(item["pass"], []).append(item["node"])
 
     def _next(self, kind: str, timeout: float) -> dict[str, Any]:
         deadline = self.clock() + timeout
@@ -234,8 +272,10 @@ class KafkaJavaRun:
             raise BrokerError(f"kbatch's Java driver speaks protocol {hello.get('protocol')}, "
                               f"kbatch {protocol.PROTOCOL_VERSION}; delete its cached build.")
         self.client_version = str(hello.get("client_version"))
+        if self.trace is not None:
+            self.trace.client_version = self.client_version
         self.write(protocol.header([s.name for s in self.specs], self.properties,
-                                   self.deliveries is not None))
+                                   self.deliveries is not None, trace=self.trace is not None))
         best: tuple[int, int] | None = None  # (round trip, offset), the tightest ping wins
         for _ in range(PINGS):
             before = time.monotonic_ns()
@@ -268,8 +308,9 @@ class KafkaJavaRun:
         try:
             self._handshake()
             generator = Generator(self.workload, self.first_slots,
-                                  _PipeSink(self),  # type: ignore[arg-type]
-                                  ClientBatching(), self.metrics)  # type: ignore[arg-type]
+                                  # a sink with the accumulator's append_many (duck-typed)
+                                  _PipeSink(self),  # type: ignore[arg-type]  # see above
+                                  ClientBatching(), self.metrics)
             # on Java's clock (the wall clock's milliseconds), the phase mode java runs at
             self.start = phased_start(self.clock() + START_LEAD_S, time.time() - self.clock())
             if self.workload.start_at is not None:  # a share of a distributed run
@@ -285,7 +326,7 @@ class KafkaJavaRun:
             stopped = self.stop.is_set()
             self.write(protocol.END)
             self._flush()
-            self._proc.stdin.close()  # type: ignore[union-attr]
+            self._proc.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE
             deadline = self.clock() + (STOP_GRACE_S if stopped
                                        else self.settings.delivery_timeout_s + 60.0)
             while self._result is None and not self._done.wait(0.2):
@@ -314,7 +355,7 @@ class KafkaJavaRun:
         if proc is None:
             return
         with contextlib.suppress(OSError, ValueError):
-            proc.stdin.close()  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -411,11 +452,11 @@ class KafkaJavaRun:
         counted = all(r["partitions"] >= 0 for r in self._requests)
         for r in self._requests:
             for name, (records, size) in r.get("topics", {}).items():
-                topic = m.topics.get(name)
-                if topic is not None:  # a request carrying several topics counts for each
-                    topic.requests += 1
-                    topic.records_sent += records
-                    topic.bytes_sent += size
+                counts = m.topics.get(name)
+                if counts is not None:  # a request carrying several topics counts for each
+                    counts.requests += 1
+                    counts.records_sent += records
+                    counts.bytes_sent += size
             m.requests_by_broker[r["broker"]] += 1
             m.records_sent += r["records"]
             m.bytes_sent += r["bytes"]
@@ -462,3 +503,17 @@ async def run_async(call: RunCall) -> Results:
     runner = KafkaJavaRun(call.workload, call.settings, call.bootstrap, driver,
                           call.on_progress, call.deliveries)
     return await run_in_thread(runner, call, abort=runner.abort)
+
+
+async def run_traced(workload: Workload, settings: ProducerSettings,
+                     bootstrap: str) -> tuple[Results, ClientTrace]:
+    """One kafka-java run that also records what the Java producer did, message by message
+    and request by request (`ClientTrace`), for a trace replay of an emulation."""
+    check_message_fits(workload.topic_specs(), settings.max_request_size,
+                       "the Java producer's max.request.size")
+    driver = await asyncio.to_thread(prepare)
+    runner = KafkaJavaRun(workload, settings, bootstrap, driver, trace=True)
+    results = await run_in_thread(runner, RunCall(workload, settings, "kafka-java", bootstrap),
+                                  abort=runner.abort)
+    assert runner.trace is not None
+    return results, runner.trace

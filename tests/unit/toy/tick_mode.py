@@ -58,7 +58,7 @@ class TickPolicy(LingerPolicy):
                      if leader == broker and self.accumulator.has_data(s)]
             while slots and context.free_slots.get(broker, 0) > len(
                     [p for p in plans if p.broker == broker]):
-                batches = drain_request(self.accumulator, slots, now,  # type: ignore[arg-type]
+                batches = drain_request(self.accumulator, slots, now,  # type: ignore[arg-type]  # the policy's QueueView
                                         self.limits.max_request_size, self.limits.max_partitions)
                 plans.append(RequestPlan(broker, batches, "tick"))
             if slots:  # no free request slot: the rest goes at the next tick

@@ -4,7 +4,8 @@
 // stdin (big-endian, java.io.DataInputStream): int length + UTF-8 header in
 // java.util.Properties form (kbatch.* keys for the driver, every other key goes to
 // KafkaProducer), then frames: 'P' ping; 'M' one message; 'E' end of messages.
-// stdout: one JSON object per line: hello, pong, progress, request, delivery, result.
+// stdout: one JSON object per line: hello, pong, progress, request, delivery, result
+// (with kbatch.trace=true also clock, drain_order, appends, node_busy, response and flush).
 // Why the request interception: the client's metrics count every request (Metadata,
 // ApiVersions, InitProducerId...) and only window-average records per request; wrapping the
 // Sender's KafkaClient counts exactly the Produce requests it writes, with their partitions,
@@ -46,12 +47,16 @@ import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.ClientRequest;
 import org.apache.kafka.clients.ClientResponse;
 import org.apache.kafka.clients.KafkaClient;
+import org.apache.kafka.clients.Metadata;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -99,6 +104,17 @@ public final class KbatchProducerDriver {
     private boolean deliveries;
     private String interception = "none";
     private String idempotence = "{\"unknown\":\"not read\"}";
+    // kbatch.trace=true: each send()'s start and end, each Produce request's partitions,
+    // records and Sender pass, each response's time (docs/guides/fidelity.md)
+    private boolean trace;
+    private final Map<Integer, Long> readyNs = new ConcurrentHashMap<>();  // node -> ns
+    private final AtomicLong senderPasses = new AtomicLong();
+    static final int TRACE_CHUNK = 4096;
+    private long[] tracePre = new long[TRACE_CHUNK], tracePost = new long[TRACE_CHUNK];
+    private long[] traceWait = new long[TRACE_CHUNK];
+    private Metric bufferPoolWait;  // bufferpool-wait-time-ns-total: send()'s waits for memory
+    private int traced;
+    private long traceFirst;
 
     synchronized void emit(String line, boolean flush) {
         try {
@@ -145,6 +161,9 @@ public final class KbatchProducerDriver {
                     && args[0] instanceof ClientRequest) {
                 ClientRequest request = (ClientRequest) args[0];
                 if (request.apiKey() == ApiKeys.PRODUCE) onProduce(request);
+            } else if (trace && method.getName().equals("ready") && args.length == 2
+                    && args[0] instanceof Node) {
+                readyNs.put(((Node) args[0]).id(), System.nanoTime());
             }
             Object result;
             try {
@@ -153,13 +172,28 @@ public final class KbatchProducerDriver {
                 if (acksZero && method.getName().equals("poll")) answeredAcksZero(e.getCause());
                 throw e.getCause();
             }
+            if (trace && Boolean.FALSE.equals(result) && method.getName().equals("ready")
+                    && args.length == 2 && args[0] instanceof Node) {
+                // the Sender found the node ready by the accumulator but could not send to
+                // it now (a connection not up yet, in-flight requests, a request not fully
+                // written): it drains nothing for that node in this pass
+                emit("{\"type\":\"node_busy\",\"node\":" + ((Node) args[0]).id()
+                     + ",\"pass\":" + senderPasses.get() + "}", false);
+            }
             if (method.getName().equals("poll") && result instanceof List) {
                 long now = System.nanoTime();
+                if (trace) senderPasses.incrementAndGet();
                 for (Object item : (List<?>) result) {
                     ClientResponse response = (ClientResponse) item;
-                    Long start = sentAt.remove(response.requestHeader().correlationId());
+                    int correlation = response.requestHeader().correlationId();
+                    Long start = sentAt.remove(correlation);
                     if (start != null) {
                         synchronized (rtt) { rtt.recordValue(clampUs((now - start) / 1000)); }
+                        if (trace) {
+                            emit("{\"type\":\"response\",\"corr\":" + correlation + ",\"ns\":"
+                                 + now + ",\"disconnected\":" + response.wasDisconnected()
+                                 + "}", false);
+                        }
                     }
                 }
             }
@@ -182,6 +216,7 @@ public final class KbatchProducerDriver {
         long now = System.nanoTime();
         int partitions = 0, records = 0, bytes = 0;
         StringBuilder perTopic = new StringBuilder("{");  // topic -> [records, bytes]
+        StringBuilder parts = new StringBuilder("[");  // trace: [topic, partition, records, retry]
         try {
             Field field = request.requestBuilder().getClass().getDeclaredField("data");
             field.setAccessible(true);
@@ -201,7 +236,14 @@ public final class KbatchProducerDriver {
                             batchRecords += count == null ? 0 : count;
                         }
                         topicRecords += batchRecords;
-                        if (index != null) seen(key(index, p.index()), base, batchRecords);
+                        boolean first = index != null
+                            && seen(key(index, p.index()), base, batchRecords);
+                        if (trace) {
+                            if (parts.length() > 1) parts.append(',');
+                            parts.append('[').append(index == null ? -1 : index).append(',')
+                                 .append(p.index()).append(',').append(batchRecords)
+                                 .append(',').append(first ? 0 : 1).append(']');
+                        }
                     }
                 }
                 records += topicRecords;
@@ -218,27 +260,36 @@ public final class KbatchProducerDriver {
         if (request.expectResponse()) sentAt.put(request.correlationId(), now);
         requests.incrementAndGet();
         synchronized (requestsByNode) { requestsByNode.merge(node, 1L, Long::sum); }
+        String detail = "";
+        if (trace) {
+            Long ready = readyNs.get(node);
+            detail = ",\"corr\":" + request.correlationId() + ",\"created_ms\":"
+                + request.createdTimeMs() + ",\"ready_ns\":" + (ready == null ? -1 : ready)
+                + ",\"pass\":" + senderPasses.get() + ",\"parts\":" + parts.append(']');
+        }
         emit("{\"type\":\"request\",\"ns\":" + now + ",\"broker\":" + node + ",\"partitions\":"
              + partitions + ",\"records\":" + records + ",\"bytes\":" + bytes + ",\"topics\":"
-             + perTopic + "}", false);
+             + perTopic + detail + "}", false);
     }
 
     static long key(int topic, int partition) {
         return ((long) topic << 32) | (partition & 0xffffffffL);
     }
 
-    /** A partition's batch is in a Produce request: its records count as sent, once. */
-    void seen(long partition, Object records, int count) {
+    /** A partition's batch is in a Produce request: its records count as sent, once.
+     *  Returns false for a retry of a batch already counted. */
+    boolean seen(long partition, Object records, int count) {
         synchronized (seenBatches) {
             ArrayDeque<Object> recent = seenBatches.computeIfAbsent(partition,
                                                                      k -> new ArrayDeque<>());
             for (Object r : recent) {
-                if (r == records) return;  // a retry of a batch already counted
+                if (r == records) return false;  // a retry of a batch already counted
             }
             recent.addLast(records);
             if (recent.size() > SEEN_BATCHES) recent.removeFirst();
         }
         sentRecords.computeIfAbsent(partition, k -> new AtomicLong()).addAndGet(count);
+        return true;
     }
 
     /** Swap the Sender's KafkaClient for a counting proxy (before the first send). */
@@ -353,6 +404,7 @@ public final class KbatchProducerDriver {
         }
         deliveries = Boolean.parseBoolean(header.getProperty("kbatch.deliveries", "false"));
         long progressMs = Long.parseLong(header.getProperty("kbatch.progress.ms", "1000"));
+        trace = Boolean.parseBoolean(header.getProperty("kbatch.trace", "false"));
         Properties config = new Properties();
         for (String name : header.stringPropertyNames()) {
             if (!name.startsWith("kbatch.")) config.setProperty(name, header.getProperty(name));
@@ -378,6 +430,15 @@ public final class KbatchProducerDriver {
                 System.err.println("partitionsFor(" + topic + "): " + e);
             }
         }
+        if (trace) {
+            traceDrainOrder(producer);
+            for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
+                if (e.getKey().group().equals("producer-metrics")
+                        && e.getKey().name().equals("bufferpool-wait-time-ns-total")) {
+                    bufferPoolWait = e.getValue();
+                }
+            }
+        }
         Thread progress = new Thread(() -> {
             while (!Thread.currentThread().isInterrupted()) {
                 try {
@@ -391,6 +452,7 @@ public final class KbatchProducerDriver {
         }, "kbatch-progress");
         progress.setDaemon(true);
         progress.start();
+        if (trace) traceClock();
         boolean ended = false;
         try {
             while (true) {
@@ -415,6 +477,10 @@ public final class KbatchProducerDriver {
             if (!ended) {  // kbatch stopped the run: drop what is unsent
                 producer.close(Duration.ZERO);
                 return 3;
+            }
+            if (trace) {
+                traceAppends();
+                emit("{\"type\":\"flush\",\"ns\":" + System.nanoTime() + "}", true);
             }
             producer.flush();
             String nodes = nodeRequestTotals(producer);
@@ -454,11 +520,95 @@ public final class KbatchProducerDriver {
         long where = key(topic, partition);
         long position = positions.computeIfAbsent(where, k -> new long[1])[0]++;
         submitted.incrementAndGet();
+        long before = trace ? System.nanoTime() : 0;
+        double waited = trace ? waitedNs() : 0;
         try {
             producer.send(rec, new Delivered(topic, intendedNs, id, record, where, position));
         } catch (RuntimeException e) {  // refused at once (not through the callback)
             fail(topic, e);
         }
+        if (trace) {
+            tracePost[traced] = System.nanoTime();
+            tracePre[traced] = before;
+            traceWait[traced] = Math.round(waitedNs() - waited);
+            if (++traced == TRACE_CHUNK) traceAppends();
+        }
+    }
+
+    /** The producer's total time waiting for buffer.memory so far (its own metric). */
+    double waitedNs() {
+        if (bufferPoolWait == null) return 0;
+        Object value = bufferPoolWait.metricValue();
+        return value instanceof Number ? ((Number) value).doubleValue() : 0;
+    }
+
+    /** The traced send() calls so far, in message order: when each started (the batch's
+     *  createdMs is read there), how long it took (the record is in its batch at the end)
+     *  and how long of that it waited for buffer.memory. */
+    void traceAppends() {
+        if (traced == 0) return;
+        StringBuilder b = new StringBuilder("{\"type\":\"appends\",\"first\":")
+            .append(traceFirst).append(",\"start_ns\":[");
+        for (int i = 0; i < traced; i++) {
+            if (i > 0) b.append(',');
+            b.append(tracePre[i]);
+        }
+        b.append("],\"took_ns\":[");
+        for (int i = 0; i < traced; i++) {
+            if (i > 0) b.append(',');
+            b.append(tracePost[i] - tracePre[i]);
+        }
+        b.append("],\"waited_ns\":[");
+        for (int i = 0; i < traced; i++) {
+            if (i > 0) b.append(',');
+            b.append(traceWait[i]);
+        }
+        emit(b.append("]}").toString(), false);
+        traceFirst += traced;
+        traced = 0;
+    }
+
+    /** Each node's partitions in the order the Sender's drain walks them (the producer
+     *  metadata's Cluster.partitionsForNode), as [topic index, partition] pairs. */
+    void traceDrainOrder(KafkaProducer<byte[], byte[]> producer) {
+        StringBuilder b = new StringBuilder("{\"type\":\"drain_order\",\"nodes\":{");
+        try {
+            Field field = KafkaProducer.class.getDeclaredField("metadata");
+            field.setAccessible(true);
+            Cluster cluster = ((Metadata) field.get(producer)).fetch();
+            boolean firstNode = true;
+            for (Node node : cluster.nodes()) {
+                if (!firstNode) b.append(',');
+                firstNode = false;
+                b.append(quote(String.valueOf(node.id()))).append(":[");
+                boolean first = true;
+                for (PartitionInfo p : cluster.partitionsForNode(node.id())) {
+                    Integer index = topicIndex.get(p.topic());
+                    if (index == null) continue;
+                    if (!first) b.append(',');
+                    first = false;
+                    b.append('[').append(index).append(',').append(p.partition()).append(']');
+                }
+                b.append(']');
+            }
+            b.append("}}");
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            b = new StringBuilder("{\"type\":\"drain_order\",\"nodes\":{},\"error\":")
+                .append(quote(e.toString())).append('}');
+        }
+        emit(b.toString(), true);
+    }
+
+    /** Where the producer's millisecond clock (System.currentTimeMillis, which stamps a
+     *  batch's createdMs and the Sender's now) ticks on System.nanoTime: the nanoTime
+     *  right after a tick, so a replay reads each trace time as the producer read it. */
+    void traceClock() {
+        long first = System.currentTimeMillis(), ms, ns;
+        do {
+            ms = System.currentTimeMillis();
+            ns = System.nanoTime();
+        } while (ms == first);
+        emit("{\"type\":\"clock\",\"ms\":" + ms + ",\"ns\":" + ns + "}", true);
     }
 
     static final List<String> PRODUCER_METRICS = List.of(

@@ -1,0 +1,535 @@
+"""Does an emulation make the real client's decisions? A trace replay answers it request by
+request, whatever the machine's speed.
+
+Comparing two whole runs mixes two questions: does mode `java` decide as the Java producer
+does, and did the two runs see the same timing (how late the Sender thread woke on a busy
+machine, which appends fell before a drain)? A replay separates them. It takes a real
+client's trace (`ClientTrace`: each message's append, each Produce request with its
+partitions and records, each response) and runs the emulation's policy in synthetic time,
+lock-step with the real client: at each of the real client's Sender passes it gives the
+policy exactly the state the real client had -- the same records appended, with their
+batches created at the same instants of the client's millisecond clock, the same requests
+in flight, the same flush -- tells it the Sender looks now, and compares the requests the
+policy asks for with the ones the client wrote: same node, same partitions, same records
+per partition.
+
+Which appends the client's drain saw is decided by the trace itself: a message is in the
+state of a pass if its `send()` had returned before the Sender asked whether the node was
+ready (it was surely in its batch before the drain), or if the client put it in a request
+of this pass or an earlier one. A message appended while the drain ran, that the drain did
+not take, counts as appended after it: the race is timing, not a decision.
+
+Where the policy decides otherwise, the divergence is recorded (the first ones with both
+requests) and the policy is rebuilt from the real client's state, so one divergence does not
+cascade and every request is judged on its own. Retried batches (a fault, not a policy
+decision) are left out of the comparison and counted.
+
+Pure: no clock, no I/O; the trace's nanoseconds are turned into seconds on the client's
+millisecond clock, so a mode that models the Java producer's whole-millisecond time reads
+each time as the producer did.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from producer_core.config import build_settings
+from producer_core.core.accumulator import Accumulator, TopicPartition
+from producer_core.core.linger.base import LingerPolicy, PollContext
+from producer_core.modes import make_policy
+from producer_core.modes import mode as mode_spec
+from producer_core.results.client_trace import ClientTrace, TracedRequest
+from producer_core.settings import ProducerSettings
+from producer_core.workload.workload import TopicSpec
+
+BLOCKED_SEND_NS = 500_000
+"""For a trace without the client's own wait times: a send() that took this long was
+waiting for buffer.memory (an unblocked one takes a few microseconds). While a send()
+waits, the Java producer's accumulator counts as exhausted (every partition with data is
+sendable)."""
+DIVERGENCES_KEPT = 20
+CLOCK_WRAP_MS = 100_000
+"""Trace times become seconds on the client's millisecond clock, from its reading modulo
+this at the trace's clock line (keeps float seconds exact to well under a microsecond)."""
+
+
+@runtime_checkable
+class SenderModel(Protocol):
+    """A policy that models when the client's sender thread looks (mode java): a replay,
+    knowing that the real one looked, wakes it before each pass."""
+
+    def wake(self) -> None: ...
+
+
+@runtime_checkable
+class ReadinessProbe(Protocol):
+    """A policy that can tell since when a node has been ready by its rule (mode java):
+    the replay measures how long after that the real client sent."""
+
+    def ready_since(self, broker: int, now: float) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One request: the node and (slot, records) per partition, in slot order."""
+
+    broker: int
+    parts: tuple[tuple[int, int], ...]
+
+    def describe(self, slots: Sequence[TopicPartition]) -> str:
+        shown = ", ".join(f"{slots[s].topic}[{slots[s].partition}]x{n}"
+                          for s, n in self.parts[:12])
+        more = f", ... ({len(self.parts)} partitions)" if len(self.parts) > 12 else ""
+        return f"node {self.broker}: {shown}{more}"
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """A pass where the emulation asked for something else than the client wrote."""
+
+    request: int
+    """The real request's index (-1: an extra request of the emulation's)."""
+    time_ms: float
+    """Since the trace's first message."""
+    kind: str
+    """not_sent (the emulation sent nothing to that node), extra (it sent a request the
+    client did not), partitions (another set of partitions), records (the same partitions,
+    other record counts)."""
+    real: Decision | None
+    emulated: Decision | None
+
+
+@dataclass
+class ReplayReport:
+    mode: str
+    client: str
+    client_version: str
+    real_requests: int = 0
+    compared: int = 0
+    identical: int = 0
+    retried: int = 0
+    """Real requests left out: they carried a retried batch."""
+    emulated_requests: int = 0
+    passes: int = 0
+    rebuilds: int = 0
+    by_kind: Counter[str] = field(default_factory=Counter)
+    divergences: list[Divergence] = field(default_factory=list)
+    slots: list[TopicPartition] = field(default_factory=list)
+    sender_delay_ms: list[float] = field(default_factory=list)
+    """Per identical request of a policy that can tell (`ReadinessProbe`): how long after
+    the node was ready by the emulation's rule the client sent it. A rule that agrees with
+    the client's leaves only the Sender thread's own wake-up delay here (a fraction of a
+    millisecond on a quiet machine, more on a busy one); a rule stricter than the client's
+    shows up as `not_sent`, one looser than the client's as a delay that never falls
+    below the difference."""
+
+    @property
+    def share_identical(self) -> float:
+        return self.identical / self.compared if self.compared else 1.0
+
+    @property
+    def first_divergence(self) -> Divergence | None:
+        return self.divergences[0] if self.divergences else None
+
+    def delay_percentiles(self) -> dict[str, float] | None:
+        """p1 / p50 / p99 / max and mean of `sender_delay_ms` (None: not measured). The
+        mean is what a whole run feels: at linger L, a Sender that sends D ms late on
+        average makes each request carry about L + D ms of records."""
+        delays = sorted(self.sender_delay_ms)
+        if not delays:
+            return None
+
+        def at(q: float) -> float:
+            return round(delays[min(len(delays) - 1, int(q * len(delays)))], 3)
+
+        return {"p1_ms": at(0.01), "p50_ms": at(0.5), "p99_ms": at(0.99),
+                "max_ms": round(delays[-1], 3), "mean_ms": round(sum(delays) / len(delays), 3)}
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.first_divergence
+        return {
+            "mode": self.mode, "client": self.client, "client_version": self.client_version,
+            "real_requests": self.real_requests, "compared": self.compared,
+            "identical": self.identical, "share_identical": round(self.share_identical, 5),
+            "retried": self.retried, "emulated_requests": self.emulated_requests,
+            "passes": self.passes, "rebuilds": self.rebuilds,
+            "divergences_by_kind": dict(self.by_kind),
+            "sender_delay": self.delay_percentiles(),
+            "first_divergence": None if first is None else {
+                "request": first.request, "time_ms": round(first.time_ms, 3),
+                "kind": first.kind,
+                "real": None if first.real is None else first.real.describe(self.slots),
+                "emulated": (None if first.emulated is None
+                             else first.emulated.describe(self.slots))},
+        }
+
+    def lines(self) -> list[str]:
+        """The report as a reader sees it."""
+        out = [f"trace replay of mode {self.mode} against {self.client} "
+               f"{self.client_version}: {self.identical:,} of {self.compared:,} requests "
+               f"identical ({self.share_identical:.2%}); the client wrote "
+               f"{self.real_requests:,}, the emulation asked for {self.emulated_requests:,} "
+               f"in the same {self.passes:,} sender passes"
+               + (f"; {self.retried:,} with a retried batch left out" if self.retried else "")]
+        delay = self.delay_percentiles()
+        if delay is not None:
+            out.append("client's send after the emulation's ready time: p1 {p1_ms} ms, p50 "
+                       "{p50_ms} ms, p99 {p99_ms} ms, max {max_ms} ms, mean {mean_ms} ms"
+                       .format(**delay))
+        if self.by_kind:
+            out.append("divergences: " + ", ".join(f"{k} {n:,}"
+                                                    for k, n in sorted(self.by_kind.items())))
+        first = self.first_divergence
+        if first is not None:
+            out.append(f"first divergence: request {first.request} at {first.time_ms:.3f} ms "
+                       f"({first.kind})")
+            out.append("  client:    " + (first.real.describe(self.slots)
+                                          if first.real else "nothing"))
+            out.append("  emulation: " + (first.emulated.describe(self.slots)
+                                          if first.emulated else "nothing"))
+        return out
+
+
+class _Clock:
+    """Trace nanoseconds as seconds on the client's millisecond clock."""
+
+    def __init__(self, trace: ClientTrace) -> None:
+        self.base_ms = trace.clock_ms
+        self.base_s = (trace.clock_ms % CLOCK_WRAP_MS) / 1000.0
+        self.base_ns = trace.clock_ns
+
+    def at(self, ns: int) -> float:
+        return self.base_s + (ns - self.base_ns) / 1e9
+
+    def ns(self, seconds: float) -> int:
+        """The nanosecond time of `seconds` on this clock (the inverse of `at`)."""
+        return self.base_ns + round((seconds - self.base_s) * 1e9)
+
+    def tick(self, ms: int) -> float:
+        """Where the client's clock read `ms` begins."""
+        return self.base_s + (ms - self.base_ms) / 1000.0
+
+
+class _Replay:
+    """The policy under test, fed from the trace."""
+
+    def __init__(self, trace: ClientTrace, mode: str, settings: ProducerSettings,
+                 topics: Sequence[TopicSpec]) -> None:
+        self.trace = trace
+        self.mode = mode
+        self.settings = settings
+        self.topics = topics
+        self.clock = _Clock(trace)
+        self.slots = [TopicPartition(name, p) for name, count in
+                      zip(trace.topics, trace.partitions, strict=True) for p in range(count)]
+        self.leaders = self._leaders()
+        self.end_ns = [s + t for s, t in zip(trace.start_ns, trace.took_ns, strict=True)]
+        if len(trace.waited_ns) == len(trace.start_ns):  # the client said how long
+            self.blocked = [(e - waited, e) for e, waited in zip(self.end_ns, trace.waited_ns,
+                                                                 strict=True) if waited > 0]
+        else:
+            self.blocked = [(s, e) for s, e, took in zip(trace.start_ns, self.end_ns,
+                                                         trace.took_ns, strict=True)
+                            if took >= BLOCKED_SEND_NS]
+        """When the client's send() waited for memory, (start, end), in order."""
+        self.appended = [False] * len(trace.slots)
+        self.prefix = 0  # every message before this one is appended
+        self.carried = self._attribute()
+        self.unsent: set[int] = set()
+        """Messages appended that the client has not put in a request yet."""
+        self.build()
+
+    # ------------------------------------------------------------------ set-up
+    def _leaders(self) -> list[int]:
+        """Each slot's node, as the client's requests show it (the first request wins)."""
+        leaders = [-1] * len(self.slots)
+        for request in self.trace.requests:
+            for part in request.parts:
+                if leaders[part.slot] < 0:
+                    leaders[part.slot] = request.broker
+        known = [b for b in leaders if b >= 0]
+        fallback = known[0] if known else 0
+        return [b if b >= 0 else fallback for b in leaders]
+
+    def _attribute(self) -> list[list[int]]:
+        """Real request -> the messages it carried for the first time, FIFO per slot."""
+        queues: dict[int, deque[int]] = {}
+        for index, slot in enumerate(self.trace.slots):
+            queues.setdefault(slot, deque()).append(index)
+        carried: list[list[int]] = []
+        for request in self.trace.requests:
+            messages: list[int] = []
+            for part in request.parts:
+                queue = queues.get(part.slot)
+                if part.retry or queue is None:
+                    continue
+                messages.extend(queue.popleft() for _ in range(min(part.records, len(queue))))
+            carried.append(messages)
+        return carried
+
+    def build(self) -> None:
+        """A fresh accumulator and policy holding every appended message not yet sent."""
+        spec = mode_spec(self.mode)
+        self.accumulator = Accumulator(self.slots, spec.accumulator_batch_size(self.settings),
+                                       self.settings["compression.type"])
+        self.policy: LingerPolicy = make_policy(self.mode, self.accumulator,
+                                                list(self.leaders), self.settings,
+                                                self.topics)
+        for message in sorted(self.unsent):
+            self._append(message)
+
+    def _append(self, message: int) -> None:
+        trace = self.trace
+        now = self.clock.at(trace.start_ns[message])
+        key_size = trace.key_sizes[message]
+        key = None if key_size < 0 else bytes(key_size)
+        header_index = trace.header_index[message]
+        headers = ([] if header_index < 0 else
+                   [(name, bytes(size)) for name, size in trace.headers[header_index]])
+        intended = self.clock.at(trace.intended_ns[message])
+        slot = trace.slots[message]
+        timestamp_ms = (trace.timestamps_ms[message] if trace.timestamps_ms
+                        else int(now * 1000))
+        events = self.accumulator.append_each(
+            [slot], range(message, message + 1), None if key is None else [key],
+            [bytes(trace.value_sizes[message])], [intended], now, timestamp_ms, headers)
+        for event_slot, event in events:
+            self.policy.on_append(event_slot, event, now)
+
+    # ------------------------------------------------------------------ passes
+    def see(self, ready_ns: int, group: Sequence[TracedRequest]) -> None:
+        """Append what the client's drain saw in a pass: every send() that returned
+        before `ready_ns`, and every message the pass's requests carried."""
+        appended = self.appended
+        stop = max(self.prefix, bisect.bisect_left(self.end_ns, ready_ns, lo=self.prefix))
+        late = sorted(m for request in group for m in self.carried[request.index]
+                      if m >= stop and not appended[m])
+        for message in [*range(self.prefix, stop), *late]:
+            if not appended[message]:
+                appended[message] = True
+                self.unsent.add(message)
+                self._append(message)
+        self.prefix = stop
+        for request in group:
+            self.unsent.difference_update(self.carried[request.index])
+
+    def memory_exhausted(self, begin_ns: int, end_ns: int) -> bool:
+        """Was a send() of the client's waiting for buffer.memory at some time of a pass
+        that began at `begin_ns` and asked for ready nodes at `end_ns`? (Java reads it at
+        the start of its ready check, which the trace does not time more closely.)"""
+        index = bisect.bisect_left(self.blocked, (end_ns, end_ns))
+        return index > 0 and self.blocked[index - 1][1] > begin_ns
+
+    def backlog(self, at_ns: int) -> float | None:
+        """The intended time of the oldest message not handed to the client yet."""
+        index = bisect.bisect_right(self.trace.start_ns, at_ns)
+        if index >= len(self.trace.intended_ns):
+            return None
+        return self.clock.at(self.trace.intended_ns[index])
+
+
+def _passes(requests: Sequence[TracedRequest]) -> list[list[TracedRequest]]:
+    """The client's requests grouped by the Sender pass that wrote them, in order."""
+    passes: list[list[TracedRequest]] = []
+    for request in requests:
+        if passes and request.sender_pass >= 0 and passes[-1][0].sender_pass == \
+                request.sender_pass:
+            passes[-1].append(request)
+        else:
+            passes.append([request])
+    return passes
+
+
+def _decision(request: TracedRequest) -> Decision:
+    return Decision(request.broker, tuple(sorted((p.slot, p.records) for p in request.parts)))
+
+
+def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
+           topics: Sequence[TopicSpec] = ()) -> ReplayReport:
+    """Replay `trace` through mode `mode`'s policy with `settings` (see the module
+    docstring); `topics`: the workload's topic specs, for modes with per-topic options."""
+    if not len(trace.slots) == len(trace.start_ns) == len(trace.took_ns):
+        raise ValueError(
+            f"The trace is incomplete: {len(trace.slots):,} messages were handed to the client "
+            f"and {len(trace.start_ns):,} send() calls were timed (a run that was stopped, "
+            "or a driver that does not trace); it cannot be replayed.")
+    state = _Replay(trace, mode, settings, topics)
+    report = ReplayReport(mode, trace.client, trace.client_version,
+                          real_requests=len(trace.requests), slots=state.slots)
+    clock = state.clock
+    first_ns = trace.start_ns[0] if trace.start_ns else 0
+    max_in_flight = settings.max_in_flight
+    in_flight: list[tuple[int, int, int]] = []  # (response ns, broker, request index)
+    responses = trace.responses
+    for group in _passes(trace.requests):
+        report.passes += 1
+        ready_ns = min((r.ready_ns if r.ready_ns >= 0 else r.sent_ns) for r in group)
+        created_ms = group[0].created_ms
+        now = clock.at(ready_ns)
+        began_ns = ready_ns
+        if created_ms >= 0:  # the pass decided on this millisecond of the client's clock
+            tick = clock.tick(created_ms)
+            began_ns = min(ready_ns, clock.ns(tick))
+            if not tick <= now < tick + 0.001:
+                now = tick + 0.0005
+        # responses read before the pass
+        still: list[tuple[int, int, int]] = []
+        for answered_ns, broker, index in in_flight:
+            if answered_ns <= ready_ns:
+                sent = trace.requests[index].sent_ns
+                state.policy.on_response(broker, (answered_ns - sent) / 1e9,
+                                         clock.at(answered_ns), 0, False)
+            else:
+                still.append((answered_ns, broker, index))
+        in_flight = still
+        busy = Counter(broker for _, broker, _ in in_flight)
+        state.see(ready_ns, group)
+        free = {b: max(0, max_in_flight - busy[b]) for b in set(state.leaders)}
+        for node in trace.busy.get(group[0].sender_pass, ()):  # the client could not send
+            free[node] = 0
+        flushing = trace.flush_ns is not None and ready_ns >= trace.flush_ns
+        policy = state.policy
+        if isinstance(policy, SenderModel):
+            policy.wake()
+        context = PollContext(free, state.backlog(ready_ns),
+                              state.memory_exhausted(began_ns, ready_ns), flushing)
+        since: dict[int, float | None] = {}
+        if isinstance(policy, ReadinessProbe):
+            policy.context = context
+            since = {r.broker: policy.ready_since(r.broker, now) for r in group}
+        plans = policy.poll(now, context)
+        emulated: dict[int, list[Decision]] = {}
+        for plan in plans:
+            report.emulated_requests += 1
+            parts = tuple(sorted((b.slot, b.record_count) for b in plan.batches))
+            emulated.setdefault(plan.broker, []).append(Decision(plan.broker, parts))
+        diverged = False
+        time_ms = (ready_ns - first_ns) / 1e6
+        for request in group:
+            answered = responses.get(request.correlation)
+            in_flight.append((answered if answered is not None else 1 << 62, request.broker,
+                              request.index))
+            # the requests of one pass, matched whatever their order (a client may walk
+            # its partitions from another starting point)
+            candidates = emulated.get(request.broker, [])
+            real = _decision(request)
+            mine = (real if real in candidates else candidates[0]) if candidates else None
+            if mine is not None:
+                candidates.remove(mine)
+            if request.retry:
+                report.retried += 1
+                diverged = True  # the policy never saw the retried batch: rebuild
+                continue
+            report.compared += 1
+            if mine == real:
+                report.identical += 1
+                ready = since.get(request.broker)
+                if ready is not None:
+                    report.sender_delay_ms.append((now - ready) * 1000)
+                continue
+            diverged = True
+            kind = ("not_sent" if mine is None else
+                    "records" if [s for s, _ in mine.parts] == [s for s, _ in real.parts]
+                    else "partitions")
+            _note(report, Divergence(request.index, time_ms, kind, real, mine))
+        for left in emulated.values():
+            for decision in left:
+                diverged = True
+                _note(report, Divergence(-1, time_ms, "extra", None, decision))
+        if diverged:  # start again from the client's own state
+            state.build()
+            report.rebuilds += 1
+    return report
+
+
+@dataclass(frozen=True)
+class FreeRun:
+    """The emulation on the client's appends and round trips, with its own timing."""
+
+    requests: int
+    records: int
+    client_requests: int
+    client_records: int
+
+    @property
+    def difference(self) -> float:
+        """The emulation's requests over the client's, less one."""
+        return self.requests / self.client_requests - 1 if self.client_requests else 0.0
+
+    def line(self) -> str:
+        return (f"with its own timing (the client's appends, its round trips in order) the "
+                f"emulation sends {self.requests:,} requests, the client sent "
+                f"{self.client_requests:,} ({self.difference:+.1%})")
+
+
+def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
+             topics: Sequence[TopicSpec] = ()) -> FreeRun:
+    """The other half of a whole-run comparison: the same appends (at the client's
+    `send()` times) and round trips (the client's, request by request in order), but the
+    emulation decides *when* to send by its own timing model (a Sender that wakes exactly
+    at its deadlines). Against the client's count this shows what timing alone does: a
+    client whose Sender wakes late batches more. Memory is not modelled here."""
+    state = _Replay(trace, mode, settings, topics)
+    policy, clock = state.policy, state.clock
+    rtts = [responses - request.sent_ns for request in trace.requests
+            if (responses := trace.responses.get(request.correlation)) is not None]
+    rtts = rtts or [0]
+    free = {b: settings.max_in_flight for b in set(state.leaders)}
+    in_flight: list[tuple[float, int]] = []  # (answered at, broker)
+    flush_s = clock.at(trace.flush_ns) if trace.flush_ns is not None else None
+    times = [clock.at(ns) for ns in state.end_ns]
+    next_message, requests, records = 0, 0, 0
+    total = len(trace.slots)
+    while True:
+        wake = policy.next_wakeup()
+        candidates = [t for t in (times[next_message] if next_message < total else None,
+                                  wake, min(in_flight)[0] if in_flight else None)
+                      if t is not None]
+        flushing = next_message >= total
+        if not candidates and not (flushing and state.accumulator.queued_records):
+            break
+        now = min(candidates) if candidates else times[-1]
+        while next_message < total and times[next_message] <= now:
+            state._append(next_message)
+            next_message += 1
+        for answered, broker in [x for x in in_flight if x[0] <= now]:
+            in_flight.remove((answered, broker))
+            free[broker] += 1
+            policy.on_response(broker, 0.0, now, 0, False)
+        flushing = next_message >= total and (flush_s is None or now >= flush_s)
+        plans = policy.poll(now, PollContext(dict(free), None, False, flushing))
+        for plan in plans:
+            free[plan.broker] -= 1
+            rtt = rtts[min(requests, len(rtts) - 1)] / 1e9
+            in_flight.append((now + rtt, plan.broker))
+            requests += 1
+            records += sum(b.record_count for b in plan.batches)
+        if not plans and not in_flight and next_message >= total:
+            if not state.accumulator.queued_records:
+                break
+            if wake is None or wake <= now:  # nothing will come: flush what is left
+                plans = policy.poll(now, PollContext(dict(free), None, False, True))
+                if not plans:
+                    break
+                for plan in plans:
+                    requests += 1
+                    records += sum(b.record_count for b in plan.batches)
+    return FreeRun(requests, records, len(trace.requests),
+                   sum(r.records for r in trace.requests))
+
+
+def settings_from_trace(trace: ClientTrace, mode: str,
+                        extra: Sequence[tuple[str, str]] = ()) -> ProducerSettings:
+    """Mode `mode`'s settings for replaying `trace`: the client's own properties (its
+    driver records what it ran with), plus `extra` (e.g. the emulation's own knobs)."""
+    return build_settings([*trace.settings.items(), *extra], mode=mode)
+
+
+def _note(report: ReplayReport, divergence: Divergence) -> None:
+    report.by_kind[divergence.kind] += 1
+    if len(report.divergences) < DIVERGENCES_KEPT:
+        report.divergences.append(divergence)

@@ -1,0 +1,262 @@
+"""The trace replay (issue 42): an emulation judged request by request against a client's
+trace, in synthetic time, so the verdict does not depend on how fast a machine ran.
+
+The synthetic client below is written from the Java producer's rules, not from mode java's
+code: time in whole milliseconds, a partition's batch sendable once `now_ms - created_ms >=
+linger.ms`, a ready node drained of every partition with data. A real trace of the Java
+producer (recorded once, tests/unit/fixtures) is replayed too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from producer_core.analysis.compare import parse_mode_configs
+from producer_core.analysis.trace_replay import free_run, replay
+from producer_core.results.client_trace import ClientTrace, TracedPart, TracedRequest
+from producer_core.workload.workload import Workload
+
+FIXTURE = Path(__file__).parent / "fixtures" / "kafka_java_trace.json.gz"
+MS = 1_000_000
+
+
+def java_settings(linger_ms: int) -> object:
+    return parse_mode_configs(["java"], [("acks", "all")], [], linger_ms=linger_ms)[0].settings
+
+
+def synthetic_trace(partitions: int = 8, rate: int = 1000, messages: int = 600,
+                    linger_ms: int = 5, wake_delay_ns: int = 200_000,
+                    rtt_ns: int = 400_000, clock_ms: int = 0) -> ClientTrace:
+    """A Java-like client on one node: appends at `rate`, round robin; its Sender wakes
+    `wake_delay_ns` after the first deadline and drains every partition with data. Its
+    millisecond clock reads `clock_ms` at nanosecond 0."""
+    trace = ClientTrace("synthetic", "1", ["t"], [partitions], clock_ms=clock_ms, clock_ns=0)
+    every_ns = 1_000_000_000 // rate
+    times = [10 * MS + i * every_ns + 137_000 for i in range(messages)]
+    trace.add_messages([i % partitions for i in range(messages)], [None] * messages,
+                       [bytes(100)] * messages, times, None)
+    trace.add_appends(0, times, [20_000] * messages)
+    queued: dict[int, list[int]] = {}  # slot -> append times of its open batch
+    requests: list[TracedRequest] = []
+    pending = 0
+    sender_pass = 0
+    while pending < messages or queued:
+        deadlines = [times_[0] // MS * MS + linger_ms * MS for times_ in queued.values()]
+        wake = min(deadlines) + wake_delay_ns if deadlines else None
+        if pending < messages and (wake is None or times[pending] + 20_000 < wake):
+            queued.setdefault(pending % partitions, []).append(times[pending])
+            pending += 1
+            continue
+        assert wake is not None
+        now_ms = wake // MS
+        assert any(now_ms - t[0] // MS >= linger_ms for t in queued.values())
+        parts = tuple(TracedPart(slot, len(queued[slot])) for slot in sorted(queued))
+        requests.append(TracedRequest(len(requests), wake + 30_000, 1, len(requests),
+                                      clock_ms + now_ms, wake, sender_pass, parts))
+        trace.responses[len(requests) - 1] = wake + 30_000 + rtt_ns
+        sender_pass += 1
+        queued = {}
+    trace.requests = requests
+    trace.flush_ns = times[-1] + 50_000  # the flush came after the last request's pass
+    return trace
+
+
+def librdkafka_trace(partitions: int = 8, rate: int = 1000, messages: int = 600,
+                     linger_ms: int = 5, wake_delay_ns: int = 150_000) -> ClientTrace:
+    """A librdkafka-like client on one node: a partition's queue is sendable once its first
+    message has waited linger.ms (microseconds, no millisecond clock); its broker thread
+    wakes `wake_delay_ns` after the first deadline and writes one request per sendable
+    partition, walking them from a rotating start."""
+    trace = ClientTrace("synthetic-librdkafka", "1", ["t"], [partitions], clock_ms=0,
+                        clock_ns=0)
+    every_ns = 1_000_000_000 // rate
+    times = [10 * MS + i * every_ns + 137_000 for i in range(messages)]
+    trace.add_messages([i % partitions for i in range(messages)], [None] * messages,
+                       [bytes(100)] * messages, times, None)
+    trace.add_appends(0, times, [20_000] * messages)
+    queued: dict[int, list[int]] = {}
+    pending = sender_pass = start = 0
+    linger_ns = linger_ms * MS
+    while pending < messages or queued:
+        wake = min(t[0] for t in queued.values()) + linger_ns + wake_delay_ns \
+            if queued else None
+        if pending < messages and (wake is None or times[pending] + 20_000 < wake):
+            queued.setdefault(pending % partitions, []).append(times[pending])
+            pending += 1
+            continue
+        assert wake is not None
+        ready = [s for s in queued if queued[s][0] + linger_ns <= wake]
+        ready.sort(key=lambda s: (s - start) % partitions)
+        start = (start + 1) % partitions
+        for slot in ready:
+            index = len(trace.requests)
+            trace.requests.append(TracedRequest(index, wake + 10_000 * (1 + len(ready)), 1,
+                                                index, -1, wake, sender_pass,
+                                                (TracedPart(slot, len(queued[slot])),)))
+            trace.responses[index] = wake + 500_000
+            del queued[slot]
+        sender_pass += 1
+    trace.flush_ns = times[-1] + 50_000
+    return trace
+
+
+@pytest.mark.parametrize("wake_delay_ns", [150_000, 2_500_000])
+def test_mode_partition_with_one_partition_a_request_makes_librdkafkas_decisions(
+        wake_delay_ns: int) -> None:
+    # a late broker thread finds several partitions sendable and writes them in its order
+    trace = librdkafka_trace(wake_delay_ns=wake_delay_ns)
+    passes = Counter(r.sender_pass for r in trace.requests)
+    assert (max(passes.values()) > 1) == (wake_delay_ns > 1_000_000)
+    settings = parse_mode_configs(["partition"], [("acks", "all"),
+                                                  ("produce.request.max.partitions", "1")],
+                                  [], linger_ms=5)[0].settings
+    report = replay(trace, "partition", settings)
+    assert report.compared == len(trace.requests) > 300
+    assert report.share_identical == 1.0, "\n".join(report.lines())
+    # a per-broker drain (mode java) takes every partition with data instead
+    java = replay(trace, "java", java_settings(5))
+    assert java.share_identical < 0.5
+
+
+def test_a_client_that_drains_like_java_is_matched_request_by_request() -> None:
+    trace = synthetic_trace()
+    report = replay(trace, "java", java_settings(5))
+    assert report.compared == len(trace.requests) > 50
+    assert report.identical == report.compared and report.share_identical == 1.0
+    assert report.emulated_requests == len(trace.requests)
+    assert report.divergences == [] and report.rebuilds == 0
+    # the client sent each request its Sender's wake-up after the emulation's ready time
+    delay = report.delay_percentiles()
+    assert delay is not None and delay["p1_ms"] == pytest.approx(0.2, abs=0.01)
+
+
+def test_a_trace_whose_millisecond_clock_crosses_the_replays_wrap_is_read_alike() -> None:
+    # 99,999,700 ms: the replay's seconds (the clock modulo 100,000 ms) pass 100 s mid-trace
+    trace = synthetic_trace(clock_ms=99_999_700)
+    report = replay(trace, "java", java_settings(5))
+    assert report.share_identical == 1.0 and report.compared > 50
+
+
+def test_a_divergence_names_both_requests_and_does_not_cascade() -> None:
+    trace = synthetic_trace()
+    k = 20
+    first, second = trace.requests[k], trace.requests[k + 1]
+    moved = first.parts[0]  # the client kept one partition back for the next request
+    trace.requests[k] = dataclasses.replace(first, parts=first.parts[1:])
+    merged = {p.slot: p.records for p in second.parts}
+    merged[moved.slot] = merged.get(moved.slot, 0) + moved.records
+    trace.requests[k + 1] = dataclasses.replace(
+        second, parts=tuple(TracedPart(s, n) for s, n in sorted(merged.items())))
+    report = replay(trace, "java", java_settings(5))
+    assert report.compared - report.identical == 1
+    divergence = report.first_divergence
+    assert divergence is not None
+    assert (divergence.request, divergence.kind) == (k, "partitions")
+    assert divergence.real is not None and divergence.emulated is not None
+    assert moved.slot in {s for s, _ in divergence.emulated.parts}
+    assert moved.slot not in {s for s, _ in divergence.real.parts}
+    text = "\n".join(report.lines())
+    assert f"first divergence: request {k}" in text and "t[" in text
+
+
+def test_a_stricter_linger_does_not_send_and_a_looser_one_sends_early() -> None:
+    trace = synthetic_trace()
+    stricter = replay(trace, "java", java_settings(6))
+    assert stricter.identical < stricter.compared / 2
+    assert stricter.by_kind["not_sent"] > 0
+    looser = replay(trace, "java", java_settings(4))
+    # the same requests, but each one a whole millisecond after the looser rule's ready time
+    assert looser.share_identical == 1.0
+    delay = looser.delay_percentiles()
+    assert delay is not None and delay["p1_ms"] >= 1.0
+
+
+def test_a_request_with_a_retried_batch_is_left_out() -> None:
+    trace = synthetic_trace()
+    k = 10
+    request = trace.requests[k]
+    retried = TracedPart(trace.requests[k - 1].parts[0].slot,
+                         trace.requests[k - 1].parts[0].records, retry=True)
+    trace.requests[k] = dataclasses.replace(request, parts=(*request.parts, retried))
+    report = replay(trace, "java", java_settings(5))
+    assert report.retried == 1
+    assert report.compared == len(trace.requests) - 1 == report.identical
+
+
+def test_a_client_out_of_memory_sends_before_linger_and_the_replay_knows_why() -> None:
+    # one partition, linger 50 ms: the client's Sender drains at 20 ms because its send()
+    # of message 20 waited for buffer.memory from 19.5 to 20.5 ms (the pool was empty)
+    trace = ClientTrace("synthetic", "1", ["t"], [1], clock_ms=0, clock_ns=0)
+    times = [i * MS for i in range(21)]
+    trace.add_messages([0] * 21, [None] * 21, [bytes(100)] * 21, times, None)
+    took = [10_000] * 21
+    took[20] = MS // 2
+    trace.add_appends(0, [*times[:20], times[20]], took, [0] * 20 + [MS // 2])
+    trace.start_ns[20] = 20 * MS  # (its send() began at 20 ms and ended at 20.5 ms)
+    trace.requests = [TracedRequest(0, 20 * MS + 300_000, 1, 0, 20, 20 * MS + 200_000, 0,
+                                    (TracedPart(0, 20),))]
+    trace.responses[0] = 21 * MS
+    report = replay(trace, "java", java_settings(50))
+    assert report.share_identical == 1.0, "\n".join(report.lines())
+    # without the client's own wait times, a send() of 0.5 ms still reads as a wait
+    trace.waited_ns = []
+    assert replay(trace, "java", java_settings(50)).share_identical == 1.0
+    # and one that did not wait leaves the emulation nothing to send
+    trace.took_ns[20] = 10_000
+    stricter = replay(trace, "java", java_settings(50))
+    assert stricter.by_kind["not_sent"] == 1
+
+
+def test_a_late_sender_batches_more_and_the_free_run_shows_it() -> None:
+    # the same decisions whatever the Sender's delay; only the timing moves the totals
+    prompt = synthetic_trace(wake_delay_ns=100_000)
+    late = synthetic_trace(wake_delay_ns=3_000_000)
+    assert len(late.requests) < len(prompt.requests)
+    assert replay(late, "java", java_settings(5)).share_identical == 1.0
+    on_time = free_run(prompt, "java", java_settings(5))
+    from_late = free_run(late, "java", java_settings(5))
+    # with its own timing the emulation sends the same from either trace (same appends):
+    # the whole-run difference is the client's Sender delay, not a decision
+    assert on_time.requests == from_late.requests and on_time.records == 600
+    assert from_late.difference > on_time.difference + 0.2
+    assert "+" in from_late.line()
+
+
+def test_an_incomplete_trace_is_refused() -> None:
+    trace = synthetic_trace(messages=50)
+    trace.start_ns = trace.start_ns[:40]
+    trace.took_ns = trace.took_ns[:40]
+    with pytest.raises(ValueError, match="50 messages .* 40 send"):
+        replay(trace, "java", java_settings(5))
+
+
+def test_a_trace_survives_json(tmp_path: Path) -> None:
+    trace = synthetic_trace(messages=50)
+    trace.headers = [[("h", 3)]]
+    trace.header_index = [0] * 50
+    path = tmp_path / "trace.json"
+    trace.write(path)
+    again = ClientTrace.read(path)
+    assert again == trace
+    with pytest.raises(ValueError, match="not a kbatch client trace"):
+        ClientTrace.from_dict({**json.loads(path.read_text()), "format": 99})
+
+
+def test_the_java_emulation_makes_the_real_java_producers_decisions() -> None:
+    """A trace of kafka-clients 4.3.1 on the embedded broker (64 partitions, 2,000 msg/s,
+    linger.ms=5, 6 s; recorded with benchmarks/fidelity.py --save-trace)."""
+    with gzip.open(FIXTURE, "rt") as f:
+        trace = ClientTrace.from_dict(json.load(f))
+    workload = Workload(topic=trace.topics[0], partitions=trace.partitions[0], rate=2000,
+                        duration_s=6, message_size=100)
+    report = replay(trace, "java", java_settings(5), workload.topic_specs())
+    assert report.compared > 500
+    assert report.share_identical >= 0.99, "\n".join(report.lines())
+    delay = report.delay_percentiles()
+    assert delay is not None and 0.0 <= delay["p1_ms"] < 1.0
