@@ -261,6 +261,10 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
     table.caption = ("p50_ms ... max_ms: ack latency (intended send → acknowledgement)" + (
         "; e2e_*: end-to-end latency (intended send → consume)"
         if any("e2e_p99_ms" in summary[mode] for mode in modes) else "") + (
+        "; broker_produce_p99_ms: Kafka's own reservoir of its last minutes, not this run "
+        "alone" if any("broker_produce_p99_ms" in summary[mode] for mode in modes) else "") + (
+        "; *_msgs_per_s: within the schedule's window (achieved: to the last ack)"
+        if any("acked_msgs_per_s" in summary[mode] for mode in modes) else "") + (
         f"; under each value: its change vs {modes[0]}" if compact else ""))
     return table
 
