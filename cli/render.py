@@ -78,6 +78,11 @@ def summary_table(result: dict[str, Any]) -> Table:
                                                               "max_ms"))))
     if "send_rate_per_s" in result:
         rows.append(("sends (requests) per second", f"{result['send_rate_per_s']:,.1f}"))
+    priming = result.get("priming")
+    if priming:  # before time zero, outside every figure (transport/priming.py)
+        rows.append(("primed before the clock: partitions (requests) / s",
+                     f"{priming['partitions']:,} ({priming.get('requests', 0):,}) / "
+                     f"{priming['seconds']:,.1f}"))
     for name, value in rows:
         table.add_row(name, value)
     blocked = result.get("generator_blocked") or {}
