@@ -43,17 +43,39 @@ def broker_cost_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
             ("Kafka Produce requests (whole run / kbatch requests_sent)",
              f"{_num(kafka.get('produce_requests_run'), 0)} / "
              f"{kafka.get('requests_sent_run', 0):,}"),
-            ("Kafka Produce TotalTime mean / p50 / p99 ms",
+            ("Kafka Produce TotalTime ms: run's mean (exact) / p50 / p99 (Kafka's "
+             "reservoir of recent minutes)",
              f"{_num(total['mean'])} / {_num(total['p50'])} / {_num(total['p99'])}"),
             ("Kafka request handler / network idle %",
              f"{_num(kafka.get('request_handler_idle_pct'), 1)} / "
              f"{_num(kafka.get('network_processor_idle_pct'), 1)}"),
         ]
+        gap = round_trip_gap(result, total)
+        if gap:
+            rows.append(("round trip beyond Kafka's Produce time", gap))
     else:
         rows.append(("Kafka's own metrics", f"not available: {kafka.get('reason', '')}"))
     if cost.get("missing"):
         rows.append(("broker metrics missing", "; ".join(cost["missing"])))
     return rows
+
+
+GAP_RATIO = 2.0
+"""A client round trip p99 this many times Kafka's Produce time is worth explaining."""
+
+
+def round_trip_gap(result: dict[str, Any], total: dict[str, Any]) -> str | None:
+    """Why the client's round trip can be far longer than Kafka's Produce time: Kafka's
+    clock starts when it reads the request off the socket."""
+    rtt = (result.get("rtt") or {}).get("p99_ms")
+    kafka_p99 = total.get("p99")
+    if rtt is None or kafka_p99 is None or rtt < 10 or rtt < GAP_RATIO * max(kafka_p99, 1):
+        return None
+    return (f"round trip p99 {rtt:,.1f} ms vs Kafka's {kafka_p99:,.1f} ms: Kafka times a "
+            "request from when it reads it, so the rest waited before that (behind earlier "
+            "requests on the connection, which Kafka reads one at a time; a full socket), "
+            "in a throttle, or in kbatch's own loop before it read the answer; a stall "
+            "shows in the warnings")
 
 
 def broker_cost_notes(runs: list[dict[str, Any]]) -> list[str]:

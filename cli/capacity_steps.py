@@ -14,7 +14,7 @@ from typing import Any
 from cli.client_opts import client_inputs, finish_settings
 from cli.dashboard import dashboard_progress, finish_dashboard, open_dashboard
 from cli.options import lab_shape
-from cli.output_mode import output_from_flags
+from cli.output_mode import apply, output_from_flags
 from cli.output_paths import writable_dir, writable_file
 from cli.render import console, out
 from cli.results_tables import METRIC, capacity_table
@@ -27,6 +27,7 @@ from producer_core.analysis.capacity import (
     Criteria,
     Probe,
     SearchPlan,
+    capacity_warnings,
     find_capacity,
 )
 from producer_core.analysis.compare import parse_mode_configs, parse_modes
@@ -43,6 +44,18 @@ def probe_line(mode: str, index: int, probe: Probe) -> str:
     verdict = "sustained" if probe.ok else "not sustained"
     return (f"[{mode}] probe {index} ({probe.phase}): {probe.rate:,.0f} msg/s "
             f"{verdict}: {probe.reason}")
+
+
+def bracket_line(mode: str, result: dict[str, Any]) -> str:
+    """A mode's bracket and the probes that decided it (numbered as printed, from 1)."""
+    lo, hi = result["bracket"]
+    ends = " to ".join("-" if b is None else f"{b:,.0f}" for b in (lo, hi))
+    deciding = result.get("deciding_probes", [])
+    probes = result["probes"]
+    named = ", ".join(f"{i + 1} ({probes[i]['rate']:,.0f} "
+                      f"{'ok' if probes[i]['ok'] else 'failed'})" for i in deciding)
+    state = "confirmed from both sides" if result.get("confirmed") else "not confirmed"
+    return f"  bracket {ends} msg/s, {state}; deciding probes: {named or 'none'}"
 
 
 def capacity_document(results: dict[str, Capacity], criteria: Criteria,
@@ -70,6 +83,7 @@ def capacity_document(results: dict[str, Capacity], criteria: Criteria,
                      "precision": plan.precision, "repeats": plan.repeats,
                      "max_probes": plan.max_probes},
             "modes": {mode: found.as_dict() for mode, found in results.items()},
+            "warnings": capacity_warnings(results),
         },
         "runs": probe_runs,
     } | facts.grouped_fields(probe_runs, broker=False)
@@ -85,8 +99,10 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
              progress: bool, **flags: Any) -> None:
     """The body of `kbatch capacity` (its options: cli.capacity_cmd)."""
     dashboard_spec = flags.pop("dashboard")
-    output_from_flags(flags, json_path)
+    output = output_from_flags(flags, json_path)
     check_outputs(json_path, out_dir)
+    if not output.interval_explicit:  # one line per probe, as sweep: intervals if asked
+        apply(replace(output, report_interval_s=0.0))
     shape = lab_shape(flags)
     slo = parse_slo(slo_text)
     if start_rate > max_rate:
@@ -173,6 +189,9 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
         value = result[METRIC]
         out.print(f"{mode}: max_sustainable_msgs_per_s "
                   f"{'none' if value is None else f'{value:.0f}'}", highlight=False)
+        out.print(bracket_line(mode, result), highlight=False, soft_wrap=True)
+    for warning in document["capacity"]["warnings"]:
+        console.print(f"[yellow]Warning:[/yellow] {warning}", soft_wrap=True)
     if json_path is not None:
         write_json(json_path, document)
         console.print(f"Results written to {json_path}.")

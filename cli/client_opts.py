@@ -45,10 +45,32 @@ def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--topic-config", "topic_configs", multiple=True, metavar="KEY=VALUE",
                      help="Topic config for topics kbatch creates, e.g. --topic-config "
                           "min.insync.replicas=2. Repeatable."),
+        click.option("--prime/--no-prime", default=True, expose_value=False,
+                     callback=_remember_prime, is_eager=True,
+                     help="Before the clock starts, write two records (key kbatch.prime, no "
+                          "value) to each partition never written yet, so a new topic's "
+                          "first writes and first index entries are not measured "
+                          "(default). --no-prime studies a cold topic."),
     ]
     for option in reversed(options):
         func = option(func)
     return func
+
+
+PRIME_KEY = "kbatch.prime"
+"""Where `--prime/--no-prime` waits in the click context for `client_inputs` (it is not
+a parameter of every command's body)."""
+
+
+def _remember_prime(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta[PRIME_KEY] = value
+    return value
+
+
+def prime_asked() -> bool:
+    """`--prime/--no-prime` of the command being run (True outside one)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx.meta.get(PRIME_KEY, True)) if ctx is not None else True
 
 
 @dataclass(frozen=True)
@@ -123,7 +145,8 @@ def client_inputs(command_config: Path | Sequence[Path] | None, overrides: Seque
         else:
             cli_items.append((key, value))
     return ClientInputs(bootstrap_servers or bootstrap, (*file_items, *cli_items),
-                        parse_topic_creation(replication_factor, topic_configs))
+                        parse_topic_creation(replication_factor, topic_configs,
+                                             prime_asked()))
 
 
 def finish_settings(settings: ProducerSettings, client: ClientInputs) -> ProducerSettings:

@@ -165,6 +165,9 @@ def _serve_kafka_lab(brokers: int, rtt_ms: float, jitter_ms: float, kafka_home: 
             "broker": "kafka", "rtt_ms": rtt_ms, "jitter_ms": jitter_ms,
             "nodes": node_documents(nodes),
             "backend_pids": cluster.pids, "started_at": time.time(),
+            # a run with --bootstrap-servers of this lab reads Kafka's own metrics here
+            "metrics_urls": {str(i): u for i, u in cluster.metrics_urls.items()},
+            "version": cluster.version,
         }
         write_state(document)
         click.echo(bootstrap)

@@ -89,11 +89,20 @@ def progress_text(label: str, p: Progress) -> str:
 
 
 def interval_line(label: str, row: dict[str, Any]) -> str:
-    """One interval as one line (see `producer_core.results.intervals.row`)."""
+    """One interval as one line (see `producer_core.results.intervals.row`): what was
+    acknowledged (messages, MB, latency), then what was sent (requests, records per
+    request), never one figure of each in a ratio. An interval without an
+    acknowledgement says "no acks" rather than a latency of 0.0 ms; one whose messages
+    were all intended in the warm-up (left out of the latency) says so."""
+    if not row.get("acknowledged", 1):
+        latency = "no acks"
+    elif not row.get("latency_count", 1):  # acknowledged, all intended in the warm-up
+        latency = "ack latency: warm-up"
+    else:
+        latency = f"ack p50 {row['p50_ms']:,.1f} ms  p99 {row['p99_ms']:,.1f} ms"
     return (f"{label} {row['start_s']:7.1f}-{row['end_s']:.1f} s  "
-            f"msgs/s {row['msgs_per_s']:,.0f}  MB/s {row['mb_per_s']:,.2f}  "
-            f"req/s {row['requests_per_s']:,.0f}  msgs/req {row['msgs_per_req']:,.1f}  "
-            f"ack p50 {row['p50_ms']:,.1f} ms  p99 {row['p99_ms']:,.1f} ms  "
+            f"acked/s {row['msgs_per_s']:,.0f}  MB/s {row['mb_per_s']:,.2f}  {latency}  "
+            f"sent req/s {row['requests_per_s']:,.0f}  msgs/req {row['msgs_per_req']:,.1f}  "
             f"failed {row['failed']:,}" + interval_suffix(row))
 
 
@@ -120,6 +129,14 @@ class ProgressSink:
         if self.live is not None:
             text = progress_text(self.label, progress)
             self.live.update(Text(text))
+
+    def on_note(self, text: str) -> None:
+        """A line from the run's set-up (priming the topics), before its clock starts;
+        shown where interval lines are (a capacity search's probes keep to one line)."""
+        if not self.print_intervals:
+            return
+        target = self.live.console if self.live is not None else console
+        target.print(Text(f"{self.label} {text}"), soft_wrap=True)
 
     def on_interval(self, row: dict[str, Any]) -> None:
         if self.dashboard is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -14,8 +15,9 @@ from producer_core.results.metric_catalog import summary_metric
 
 console = Console(stderr=True)
 """Progress and notices go to stderr so stdout stays clean for tables and pipes."""
-out = Console(width=None if sys.stdout.isatty() else 160)
-"""Tables; wide when piped (CI logs), so metric names and cells are not folded."""
+out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160)
+"""Tables: the terminal's width, or `COLUMNS` when set (rich reads it); wide when piped
+without it (CI logs), so metric names and cells are not folded."""
 
 
 def _reasons(msgs: dict[str, Any]) -> str:
@@ -47,8 +49,7 @@ def summary_table(result: dict[str, Any]) -> Table:
         outcome_row(result),
         *([("discarded (reasons)", f"{msgs['discarded']:,} ({_reasons(msgs)})")]
           if msgs.get("discarded") else []),
-        ("rate achieved (target)",
-         f"{rate['achieved_msgs_per_s']:,.0f}/s ({_target_text(result, target)})"),
+        *_rate_rows(rate, _target_text(result, target), result["duration_s"]),
         *_volume_rows(result),
     ]
     lat = result["latency"]
@@ -77,6 +78,11 @@ def summary_table(result: dict[str, Any]) -> Table:
                                                               "max_ms"))))
     if "send_rate_per_s" in result:
         rows.append(("sends (requests) per second", f"{result['send_rate_per_s']:,.1f}"))
+    priming = result.get("priming")
+    if priming:  # before time zero, outside every figure (transport/priming.py)
+        rows.append(("primed before the clock: partitions (requests) / s",
+                     f"{priming['partitions']:,} ({priming.get('requests', 0):,}) / "
+                     f"{priming['seconds']:,.1f}"))
     for name, value in rows:
         table.add_row(name, value)
     blocked = result.get("generator_blocked") or {}
@@ -147,6 +153,24 @@ def _target_text(result: dict[str, Any], target: float | None) -> str:
         return (f"closed loop, {loop:,} sender{'s' if loop > 1 else ''}"
                 + (f", think {think * 1000:g} ms" if think else ""))
     return "max" if target is None else f"{target:,.0f}"
+
+
+def _rate_rows(rate: dict[str, Any], target_text: str, duration_s: float
+               ) -> list[tuple[str, str]]:
+    """Offered, sent and acknowledged rates over the schedule's window, and the overrun
+    (results/rates.py); older documents: the achieved rate and its target."""
+    if "acked_msgs_per_s" not in rate:
+        return [("rate achieved (target)",
+                 f"{rate['achieved_msgs_per_s']:,.0f}/s ({target_text})")]
+    offered = rate["offered_msgs_per_s"]
+    rows = [(f"msg/s offered / sent / acked ({rate['window_s']:,.1f} s schedule)",
+             f"{target_text if offered is None else f'{offered:,.0f}'} / "
+             f"{rate['sent_msgs_per_s']:,.0f} / {rate['acked_msgs_per_s']:,.0f}")]
+    if rate["overrun_s"] >= 0.05:
+        rows.append(("overrun: wall time past the schedule",
+                     f"{rate['overrun_s']:,.1f} s (acked {rate['achieved_msgs_per_s']:,.0f}/s "
+                     f"over all {duration_s:,.1f} s)"))
+    return rows
 
 
 def _same_linger(per_request: dict[str, Any], per_batch: dict[str, Any]) -> bool:
@@ -308,6 +332,10 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
     table.caption = ("p50_ms ... max_ms: ack latency (intended send → acknowledgement)" + (
         "; e2e_*: end-to-end latency (intended send → consume)"
         if any("e2e_p99_ms" in summary[mode] for mode in modes) else "") + (
+        "; broker_produce_p99_ms: Kafka's own reservoir of its last minutes, not this run "
+        "alone" if any("broker_produce_p99_ms" in summary[mode] for mode in modes) else "") + (
+        "; *_msgs_per_s: within the schedule's window (achieved: to the last ack)"
+        if any("acked_msgs_per_s" in summary[mode] for mode in modes) else "") + (
         f"; under each value: its change vs {modes[0]}" if compact else "") + "".join(
         f"\n{mode}: {text}" for mode, text in clients.items()))
     return table

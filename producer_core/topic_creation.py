@@ -18,10 +18,13 @@ DEFAULT_REPLICATION_FACTOR = 1
 
 @dataclass(frozen=True)
 class TopicCreation:
-    """`replication_factor` None: create with 1 and accept an existing topic's own."""
+    """`replication_factor` None: create with 1 and accept an existing topic's own.
+    `prime`: write each never-written partition (twice) before the run's clock starts
+    (`transport.priming`); False (`--no-prime`) studies a cold topic."""
 
     replication_factor: int | None = None
     configs: tuple[tuple[str, str], ...] = ()
+    prime: bool = True
 
     @property
     def create_replication_factor(self) -> int:
@@ -33,12 +36,15 @@ class TopicCreation:
         if self.replication_factor is not None:
             out["topic.replication.factor"] = self.replication_factor
         out.update({f"topic.config.{k}": v for k, v in self.configs})
+        if not self.prime:
+            out["topic.prime"] = False
         return out
 
 
 def parse_topic_creation(replication_factor: int | None,
-                         topic_configs: Iterable[str]) -> TopicCreation:
-    """`--replication-factor N` and `--topic-config KEY=VALUE ...` (a later KEY wins)."""
+                         topic_configs: Iterable[str], prime: bool = True) -> TopicCreation:
+    """`--replication-factor N`, `--topic-config KEY=VALUE ...` (a later KEY wins) and
+    `--no-prime`."""
     if replication_factor is not None and not 1 <= replication_factor <= 32767:
         raise UsageError(f"--replication-factor must be 1 to 32767 (got {replication_factor}).")
     configs: dict[str, str] = {}
@@ -49,7 +55,7 @@ def parse_topic_creation(replication_factor: int | None,
             raise UsageError(f"Malformed --topic-config {text!r}: expected KEY=VALUE, for "
                              "example --topic-config min.insync.replicas=2.")
         configs[key] = value
-    return TopicCreation(replication_factor, tuple(configs.items()))
+    return TopicCreation(replication_factor, tuple(configs.items()), prime)
 
 
 DEFAULT_CREATION = TopicCreation()

@@ -7,14 +7,31 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from producer_core.transport.priming import PRIME_KEY
 from producer_core.workload.workload import message_id_of
+
+
+def is_priming(record: Any) -> bool:
+    """A priming record (key kbatch.prime, no value: written before a run's clock,
+    `producer_core.transport.priming`), not one of the run's."""
+    return record.value is None and record.key == PRIME_KEY
+
+
+def _kept(record: Any, priming: bool) -> bool:
+    return priming or not is_priming(record)
+
+
+def _entry(record: Any) -> tuple[int, int, bytes | None]:
+    message_id = -1 if record.value is None else message_id_of(record.value)
+    return record.offset, message_id, record.key
 
 
 async def read_all(
     bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 30.0,
-    **client_kwargs: Any,
+    priming: bool = False, **client_kwargs: Any,
 ) -> dict[int, list[tuple[int, int, bytes | None]]]:
-    """Return, per partition, (offset, message id, key) of every record, in offset order.
+    """Return, per partition, (offset, message id, key) of every record, in offset order;
+    priming records (id -1) only with `priming`.
 
     `client_kwargs` reach the consumer: a secured cluster's
     `SecurityConfig.aiokafka_kwargs()` (security protocol, SSL context, SASL).
@@ -43,14 +60,14 @@ async def read_all(
             batch = await consumer.getmany(timeout_ms=500, max_records=100_000)
             for tp, records in batch.items():
                 for record in records:
-                    found[tp.partition].append(
-                        (record.offset, message_id_of(record.value), record.key))
-                    total += 1
+                    if _kept(record, priming):
+                        found[tp.partition].append(_entry(record))
+                        total += 1
         # one more short poll: anything beyond `expected` would be a duplicate
         for tp, records in (await consumer.getmany(timeout_ms=300)).items():
             for record in records:
-                found[tp.partition].append(
-                        (record.offset, message_id_of(record.value), record.key))
+                if _kept(record, priming):
+                    found[tp.partition].append(_entry(record))
     finally:
         await consumer.stop()
     return found

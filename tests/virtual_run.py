@@ -99,6 +99,11 @@ class FakeCluster:
         self._topics[name] = partitions
         return True
 
+    async def ready_topic(self, name: str, partitions: int, *_: Any) -> None:
+        """Created, not primed: the golden plans start on the schedule's first request."""
+        await self.ensure_topic(name, partitions)
+        return None
+
     async def refresh_metadata(self, topics: list[str]) -> ClusterView:
         self.log.append(f"metadata {sorted(topics)}")
         leaders = {name: [1 + p % self.brokers for p in range(count)]

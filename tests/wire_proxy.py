@@ -21,13 +21,20 @@ from typing import Any
 
 from producer_core.loop_thread import LoopThread
 
-__all__ = ["API_FETCH", "API_METADATA", "API_PRODUCE", "CountingProxy", "FrameCounter"]
+__all__ = ["API_FETCH", "API_METADATA", "API_PRODUCE", "CountingProxy", "FrameCounter",
+           "produce_frames_of"]
 
 API_PRODUCE = 0
 API_FETCH = 1
 API_METADATA = 3
 
 _CHUNK = 256 * 1024
+
+
+def produce_frames_of(results: Any) -> int:
+    """The Produce frames a run puts on the wire: its `requests_sent`, and before its
+    clock the priming requests (`producer_core.transport.priming`, `results.priming`)."""
+    return results.requests_sent + (results.priming or {}).get("requests", 0)
 _HEADER = struct.Struct(">ihh")  # size, api_key, api_version
 
 

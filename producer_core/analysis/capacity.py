@@ -14,8 +14,12 @@ runs unthrottled, which measures a backlog, not a service level). A probe at rat
 The search brackets the boundary: exponential steps up from a start rate until a probe
 fails (or down until one passes), then bisection (geometric, as rates span decades) until
 the bracket is narrower than `precision`; the highest passing rate is then probed again
-`repeats` times, and a repeat that fails moves the bracket down. No I/O and no clock here:
-the caller passes `probe(rate) -> results document` (tests pass a synthetic one).
+`repeats` times, and a repeat that fails moves the bracket down. A probe that fails is run
+again (`retries`) before the search believes it: one scheduling hiccup once sent a search
+from 1,000 msg/s down to 421 while the other mode reached 128,000 (issue 47). So the bracket
+is confirmed from both sides: its low end passed `1 + repeats` times, its high end failed
+`1 + retries` times; those are its deciding probes. No I/O and no clock here: the caller
+passes `probe(rate) -> results document` (tests pass a synthetic one).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from typing import Any
 
 ACHIEVED_RATIO = 0.99
 DEFAULT_MAX_LAG_MS = 50.0
+MODES_APART = 10.0
+"""Modes whose answers differ more than this many times are worth a second look."""
 
 
 @dataclass(frozen=True)
@@ -58,31 +64,46 @@ def e2e_latency(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def judge(run: Mapping[str, Any], rate: float, criteria: Criteria) -> tuple[bool, str]:
     """Whether one probe sustained `rate`, and in words why (not)."""
-    achieved = float(run["rate"]["achieved_msgs_per_s"])
+    ok, reason, _ = assess(run, rate, criteria)
+    return ok, reason
+
+
+def acknowledged_rate(run: Mapping[str, Any]) -> float:
+    """Acknowledged messages per second over the measured window (`rate.acked_msgs_per_s`),
+    or, in a document from before it existed, `achieved_msgs_per_s`."""
+    rate = run["rate"]
+    return float(rate.get("acked_msgs_per_s", rate["achieved_msgs_per_s"]))
+
+
+def assess(run: Mapping[str, Any], rate: float, criteria: Criteria
+           ) -> tuple[bool, str, tuple[str, ...]]:
+    """`judge`, and what failed by cause: "unacknowledged", "rate", "lag", "slo"."""
+    achieved = acknowledged_rate(run)
     failed = int(run["messages"]["failed"]) + int(run["messages"].get("unknown", 0))
     lag = float(run.get("generator_lag", {}).get("p99_ms", 0.0))
     ack = float(run["latency"][criteria.slo_metric])
     name = criteria.slo_metric.removesuffix("_ms").replace("p999", "p99.9")
     figures = (f"achieved {achieved:,.0f}/s, {name} {ack:,.1f} ms, generator lag p99 "
                f"{lag:,.1f} ms")
-    problems = []
+    problems: list[tuple[str, str]] = []
     if failed:
-        problems.append(f"{failed:,} messages not acknowledged")
+        problems.append(("unacknowledged", f"{failed:,} messages not acknowledged"))
     if achieved < criteria.achieved_ratio * rate:
-        problems.append(f"achieved {achieved / rate:.1%} of the rate")
+        problems.append(("rate", f"achieved {achieved / rate:.1%} of the rate"))
     if lag > criteria.max_lag_ms:
-        problems.append(f"generator lag p99 above {criteria.max_lag_ms:g} ms")
+        problems.append(("lag", f"generator lag p99 above {criteria.max_lag_ms:g} ms"))
     if not criteria.holds(ack):
-        problems.append(f"ack {name} misses {criteria.slo_text or criteria.slo_metric}")
+        problems.append(("slo", f"ack {name} misses {criteria.slo_text or criteria.slo_metric}"))
     e2e = e2e_latency(run)
     if e2e is not None and criteria.slo_metric in e2e:
         value = float(e2e[criteria.slo_metric])
         figures += f", end-to-end {name} {value:,.1f} ms"
         if not criteria.holds(value):
-            problems.append(f"end-to-end {name} misses {criteria.slo_text or name}")
+            problems.append(("slo", f"end-to-end {name} misses {criteria.slo_text or name}"))
     if problems:
-        return False, f"{figures}: " + "; ".join(problems)
-    return True, figures
+        causes = tuple(dict.fromkeys(cause for cause, _ in problems))
+        return False, f"{figures}: " + "; ".join(text for _, text in problems), causes
+    return True, figures, ()
 
 
 @dataclass
@@ -92,12 +113,20 @@ class Probe:
     rate: float
     ok: bool
     reason: str
-    phase: str  # "up" | "down" | "bisect" | "repeat"
+    phase: str  # "up" | "down" | "bisect" | "repeat" | "retry"
     run: Mapping[str, Any] | None = None
+    causes: tuple[str, ...] = ()
+    """What failed: "unacknowledged", "rate", "lag" (the generator's), "slo"."""
+
+    @property
+    def lag_only(self) -> bool:
+        """Failed on the generator's lag while the latency kept the SLO: the load
+        generator, not the producer, may have been what fell short."""
+        return not self.ok and "lag" in self.causes and "slo" not in self.causes
 
     def as_dict(self) -> dict[str, Any]:
         return {"rate": round(self.rate, 3), "ok": self.ok, "reason": self.reason,
-                "phase": self.phase}
+                "phase": self.phase, "causes": list(self.causes)}
 
 
 @dataclass
@@ -110,10 +139,26 @@ class Capacity:
     probes: list[Probe] = field(default_factory=list)
     stopped: str = ""
 
+    def deciding(self) -> list[int]:
+        """Indexes of the probes that decided the bracket: those at its two ends."""
+        ends = {b for b in self.bracket if b is not None}
+        return [i for i, p in enumerate(self.probes) if p.rate in ends]
+
+    @property
+    def confirmed(self) -> bool:
+        """The bracket's low end never failed and its high end never passed (each end
+        was probed more than once, by the repeats and the retries)."""
+        lo, hi = self.bracket
+        at_lo = [p for p in self.probes if p.rate == lo]
+        at_hi = [p for p in self.probes if p.rate == hi]
+        return (all(p.ok for p in at_lo) and not any(p.ok for p in at_hi)
+                and (lo is None or len(at_lo) > 1) and (hi is None or len(at_hi) > 1))
+
     def as_dict(self) -> dict[str, Any]:
         value = self.max_sustainable_msgs_per_s
         return {"max_sustainable_msgs_per_s": None if value is None else round(value, 3),
                 "bracket": [None if b is None else round(b, 3) for b in self.bracket],
+                "confirmed": self.confirmed, "deciding_probes": self.deciding(),
                 "probes": [p.as_dict() for p in self.probes], "stopped": self.stopped}
 
 
@@ -127,6 +172,7 @@ class SearchPlan:
     precision: float = 0.05  # stop once hi / lo <= 1 + precision
     repeats: int = 2  # extra probes of the boundary
     max_probes: int = 30
+    retries: int = 1  # a failed probe runs again this many times before it counts
 
 
 def _round_between(rate: float, lo: float, hi: float) -> float:
@@ -145,14 +191,27 @@ def find_capacity(probe: Callable[[float], Mapping[str, Any]], criteria: Criteri
     """Bracket, bisect and confirm the highest sustained rate (see the module's doc)."""
     probes: list[Probe] = []
 
-    def attempt(rate: float, phase: str) -> bool:
+    def once(rate: float, phase: str) -> bool:
         run = probe(rate)
-        ok, reason = judge(run, rate, criteria)
-        result = Probe(rate, ok, reason, phase, run)
+        ok, reason, causes = assess(run, rate, criteria)
+        result = Probe(rate, ok, reason, phase, run, causes)
         probes.append(result)
         if on_probe is not None:
             on_probe(result)
         return ok
+
+    def attempt(rate: float, phase: str, retry: bool = True) -> bool:
+        """A probe; a failure counts only when its retries fail too (one hiccup does not
+        send the search down). The steps down from a failed first probe are not retried:
+        the one that ends the bracket is probed again once the bracket is found."""
+        if once(rate, phase):
+            return True
+        for _ in range(plan.retries if retry else 0):
+            if not budget_left():
+                return False
+            if once(rate, "retry"):
+                return True
+        return False
 
     def budget_left() -> bool:
         return len(probes) < plan.max_probes
@@ -160,26 +219,29 @@ def find_capacity(probe: Callable[[float], Mapping[str, Any]], criteria: Criteri
     lo: float | None = None  # highest rate that passed (and was not refuted)
     hi: float | None = None  # lowest rate that failed
     rate = min(max(plan.start_rate, plan.min_rate), plan.max_rate)
+    passed: list[float] = []
     if attempt(rate, "up"):
         lo = rate
-        while budget_left() and lo < plan.max_rate:
+        passed.append(rate)
+    else:
+        hi = rate
+        while budget_left() and hi > plan.min_rate:  # each step is confirmed at the end
+            rate = max(hi / 2, plan.min_rate)
+            if attempt(rate, "down", retry=False):
+                lo = rate
+                passed.append(rate)
+                break
+            hi = rate
+    converged = False
+    while lo is not None and budget_left():
+        if hi is None and lo < plan.max_rate:
             rate = min(lo * 2, plan.max_rate)
             if attempt(rate, "up"):
                 lo = rate
+                passed.append(rate)
             else:
                 hi = rate
-                break
-    else:
-        hi = rate
-        while budget_left() and hi > plan.min_rate:
-            rate = max(hi / 2, plan.min_rate)
-            if attempt(rate, "down"):
-                lo = rate
-                break
-            hi = rate
-    passed = [lo] if lo is not None else []
-    converged = False
-    while lo is not None and budget_left():
+            continue
         if hi is not None and hi / lo > 1 + plan.precision:
             mid = _round_between(math.sqrt(lo * hi), lo, hi)
             if attempt(mid, "bisect"):
@@ -192,22 +254,30 @@ def find_capacity(probe: Callable[[float], Mapping[str, Any]], criteria: Criteri
         for _ in range(plan.repeats):
             if not budget_left():
                 break
-            if not attempt(lo, "repeat"):
+            if not once(lo, "repeat"):
                 confirmed = False
                 break
-        if confirmed:
-            converged = True
-            break
-        hi = lo  # the boundary's repeat failed: it was noise that it passed
-        lower = [r for r in passed if r < lo]
-        lo = max(lower) if lower else None
-        while lo is None and budget_left() and hi > plan.min_rate:
-            rate = max(hi / 2, plan.min_rate)
-            if attempt(rate, "down"):
-                lo = rate
-                passed.append(rate)
-            else:
-                hi = rate
+        if not confirmed:
+            hi = lo  # the boundary's repeat failed: it was noise that it passed
+            lower = [r for r in passed if r < lo]
+            lo = max(lower) if lower else None
+            while lo is None and budget_left() and hi > plan.min_rate:
+                rate = max(hi / 2, plan.min_rate)
+                if attempt(rate, "down", retry=False):
+                    lo = rate
+                    passed.append(rate)
+                else:
+                    hi = rate
+            continue
+        if hi is not None and sum(p.rate == hi for p in probes) < 2:
+            if not budget_left():
+                break  # the high end failed once only: not confirmed
+            if once(hi, "confirm"):  # the high end's one failure was the hiccup
+                lo, hi = hi, None
+                passed.append(lo)
+                continue
+        converged = True
+        break
     stopped = "converged"
     if not converged:
         stopped = f"probe budget ({plan.max_probes}) spent"
@@ -216,3 +286,30 @@ def find_capacity(probe: Callable[[float], Mapping[str, Any]], criteria: Criteri
     if lo is None:
         stopped = f"no rate down to {plan.min_rate:g} msg/s was sustained"
     return Capacity(lo, (lo, hi), probes, stopped)
+
+
+def capacity_warnings(found: Mapping[str, Capacity]) -> list[str]:
+    """What a reader should doubt in a search's answers: modes more than `MODES_APART`
+    times apart, a bracket not confirmed from both sides, and probes that failed on the
+    generator's lag while their latency kept the SLO."""
+    warnings = []
+    answers = {mode: c.max_sustainable_msgs_per_s for mode, c in found.items()
+               if c.max_sustainable_msgs_per_s}
+    if len(answers) > 1:
+        low, high = min(answers, key=answers.__getitem__), max(answers, key=answers.__getitem__)
+        if answers[high] > MODES_APART * answers[low]:
+            warnings.append(
+                f"{high} ({answers[high]:,.0f} msg/s) and {low} ({answers[low]:,.0f} msg/s) "
+                f"differ more than {MODES_APART:g}x: look at their deciding probes before "
+                "believing the gap (a hiccup, a stall or the machine's load can decide one).")
+    for mode, result in found.items():
+        if not result.confirmed and result.stopped == "converged":
+            warnings.append(f"{mode}: the bracket was not confirmed from both sides.")
+        lagged = [p for p in result.probes if p.lag_only]
+        if lagged:
+            rates = ", ".join(f"{p.rate:,.0f}" for p in lagged)
+            warnings.append(
+                f"{mode}: {len(lagged)} probe{'s' if len(lagged) > 1 else ''} ({rates} "
+                "msg/s) failed on the generator's lag, not on the SLO: the load generator "
+                "(a loaded machine) fell behind, not necessarily the producer.")
+    return warnings

@@ -206,6 +206,8 @@ def change_text(metric: str, base: float, value: float) -> str:
     if change is Change.DELTA_MS:
         delta = value - base
         return f"{delta:+,.1f} ms"
+    if change is Change.DELTA_S:
+        return f"{value - base:+,.1f} s"
     if base == 0:
         return "-" if value == 0 else "new"
     ratio = value / base

@@ -30,8 +30,10 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from producer_core.brokers.docker_image import ImageChoice, choose_image
@@ -72,8 +74,9 @@ def docker_client() -> Any:
     except ImportError as exc:
         raise DockerUnavailable(
             f"--broker docker runs Kafka through testcontainers-python, which is not installed "
-            f"({exc.name} is missing). Install it with `pip install '{TESTCONTAINERS_PIN}'` "
-            "(or `pip install -e '.[test]'` in a clone of kbatch), or use --broker kafka "
+            f"(the Python module `{exc.name}` is missing from {sys.executable}). Install it "
+            f"with `pip install '{TESTCONTAINERS_PIN}'` (or `pip install -e .` again in a "
+            "clone of kbatch: it is one of kbatch's dependencies), or use --broker kafka "
             "(needs a JDK) or the embedded Tansu broker (no --broker)."
         ) from exc
     try:
@@ -93,6 +96,22 @@ def docker_client() -> Any:
             + "Or use --broker kafka (needs a JDK) or the embedded Tansu broker (no --broker)."
         ) from exc
     return client
+
+
+def jvm_of(pid: int, proc: Path = Path("/proc")) -> int:
+    """The Java process at or under ``pid`` (a container's main process: kbatch's image
+    execs the JVM, another image may start it from a shell); ``pid`` when none is found."""
+    pending = [pid]
+    while pending:
+        current = pending.pop(0)
+        try:
+            if b"java" in (proc / str(current) / "cmdline").read_bytes():
+                return current
+            for task in (proc / str(current) / "task").iterdir():
+                pending.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue
+    return pid
 
 
 def _first_line(exc: BaseException) -> str:
@@ -152,6 +171,7 @@ class DockerKafkaCluster(NodeCluster):
         self._client: Any = None
         self._network: Any = None
         self._containers: dict[int, Any] = {}  # node id -> testcontainers DockerContainer
+        self._pid_cache: dict[int, tuple[str, int]] = {}  # node id -> (container id, pid)
         self._ports: dict[int, int] = {}
         self._isolated: set[int] = set()
 
@@ -164,6 +184,27 @@ class DockerKafkaCluster(NodeCluster):
     @property
     def network_name(self) -> str:
         return f"kbatch-{self.run_id}"
+
+    @property
+    def node_pids(self) -> dict[int, int]:
+        """node id -> the host pid of each running node's JVM, so broker cost reads its CPU
+        from /proc as for a local node (a container's processes are host processes). Asked
+        of Docker once per container; empty where Docker or /proc cannot tell."""
+        pids: dict[int, int] = {}
+        for node_id in list(self._containers):
+            try:
+                wrapped = self._wrapped(node_id)
+                cached = self._pid_cache.get(node_id)
+                if cached is None or cached[0] != wrapped.id or not pid_alive(cached[1]):
+                    wrapped.reload()
+                    main = int(wrapped.attrs.get("State", {}).get("Pid") or 0)
+                    self._pid_cache[node_id] = (wrapped.id, jvm_of(main) if main else 0)
+                pid = self._pid_cache[node_id][1]
+            except Exception:  # noqa: BLE001 - a node being restarted has no pid now
+                continue
+            if pid:
+                pids[node_id] = pid
+        return pids
 
     @property
     def started(self) -> bool:

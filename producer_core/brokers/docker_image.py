@@ -36,7 +36,6 @@ LOCAL_REPOSITORY = "kbatch/kafka"
 BASE_REPOSITORY = "kbatch/debian-jre"
 JRE_PACKAGE = "openjdk-17-jre-headless"
 BASE_PACKAGES = (JRE_PACKAGE, "ca-certificates", "procps", "iproute2")
-FALLBACK_MIRROR = ("http://deb.debian.org/debian", "bookworm")
 PULL_TIMEOUT_S = 120
 DEBOOTSTRAP_TIMEOUT_S = 1800
 
@@ -53,7 +52,22 @@ class ImageChoice:
 
 
 def apt_mirror(root: Path = Path("/")) -> tuple[str, str]:
-    """(mirror URI, suite) of this machine's first plain Debian apt source.
+    """(mirror URI, suite) of this machine's first plain Debian apt source; a UsageError
+    that says what to do when it has none (no mirror is guessed: the image is built from
+    what this machine's apt already trusts)."""
+    found = apt_source(root)
+    if found is None:
+        raise UsageError(
+            f"Building kbatch's Kafka image needs a Debian apt source on this machine to "
+            f"debootstrap from, and {root / 'etc' / 'apt'} names none (a `deb URI SUITE "
+            "main` line in sources.list, or a deb822 .sources file). Add the Debian mirror "
+            f"you use there, or load {OFFICIAL_IMAGE} into Docker (or pass another with "
+            "--kafka-image), or use --broker kafka (needs a JDK).")
+    return found
+
+
+def apt_source(root: Path = Path("/")) -> tuple[str, str] | None:
+    """(mirror URI, suite) of this machine's first plain Debian apt source, or None.
 
     Reads deb822 ``*.sources`` files and one-line ``sources.list`` entries; skips the
     security and updates suites (debootstrap needs the main archive)."""
@@ -78,7 +92,7 @@ def apt_mirror(root: Path = Path("/")) -> tuple[str, str]:
     for uri, suite in candidates:
         if "debian" in uri and "security" not in uri and "-" not in suite:
             return uri.rstrip("/"), suite
-    return FALLBACK_MIRROR
+    return None
 
 
 def recipe_hash(mirror_suite: tuple[str, str] | None = None) -> str:
@@ -139,8 +153,9 @@ def choose_image(requested: str | None, progress: Progress) -> ImageChoice:
     version = _version_of(name)
     if image_present(name):
         return ImageChoice(name, version, "present")
-    local = local_image_name()
-    if requested is None and image_present(local):
+    # without an apt source there is no local image to name: pull, else say so (build)
+    local = local_image_name() if apt_source() is not None else None
+    if requested is None and local is not None and image_present(local):
         return ImageChoice(local, KAFKA_VERSION, "present")
     if try_pull(name, progress):
         return ImageChoice(name, version, "pulled")

@@ -14,6 +14,7 @@ from producer_core.brokers.faults.spec import FaultSpec, check_supported, parse_
 from producer_core.brokers.kafka_target import kafka_target
 from producer_core.brokers.lab import Lab
 from producer_core.brokers.lab.delay import DelayModel
+from producer_core.brokers.lab_target import lab_target, running_lab
 from producer_core.errors import UsageError
 
 
@@ -43,6 +44,8 @@ def broker_target(
                                implementation="docker", version=containers.version,
                                started_in_s=containers.start_time_s,
                                image=containers.image.name if containers.image else None,
+                               processes=lambda: BrokerProcesses(
+                                   {str(i): p for i, p in containers.node_pids.items()}),
                                faults=runner if fault_specs else None)
         return
     if bootstrap:
@@ -52,8 +55,10 @@ def broker_target(
                 "combined with --bootstrap-servers, whose cluster has its own brokers and "
                 "network."
             )
-        yield BrokerTarget(bootstrap, f"external cluster {bootstrap}", embedded=False,
-                           implementation="external")
+        running = running_lab(bootstrap)  # a lab kbatch started: measured as one it starts
+        yield (lab_target(bootstrap, running) if running is not None else
+               BrokerTarget(bootstrap, f"external cluster {bootstrap}", embedded=False,
+                            implementation="external"))
         return
     if broker == "kafka":
         delay = DelayModel(rtt_ms, jitter_ms)

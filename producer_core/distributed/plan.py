@@ -168,13 +168,15 @@ async def _create_topics(workload: Workload, settings: ProducerSettings,
         for spec in workload.topic_specs():
             if await cluster.ensure_topic(spec.name, spec.partitions):
                 created.append(spec.name)
+            await cluster.prime(spec.name, spec.partitions)  # once, not once per share
     finally:
         await cluster.close()
     return created
 
 
 def create_topics(workload: Workload, settings: ProducerSettings, bootstrap: str) -> list[str]:
-    """Create the workload's topics once, from the driver; returns those it created.
+    """Create (and prime) the workload's topics once, from the driver; returns those it
+    created.
 
     An existing topic with another partition count is refused here, before any task runs.
     """

@@ -1,5 +1,5 @@
 """How a driver around another client's blocking producer runs it (librdkafka, the Java
-producer): create the topics first (neither client creates them), run the client in a
+producer): create and prime the topics first (neither client creates them), run the client in a
 worker thread so the caller's event loop stays free, let `stop` end it early, and on
 cancellation stop the client before the cancellation goes on. One place for what the
 two drivers' `run_async` share; each keeps its own checks and client set-up."""
@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from producer_core.drivers.run_types import RunCall
+from producer_core.transport.priming import priming_section
 from producer_core.transport.transport import ensure_topics
 
 if TYPE_CHECKING:
@@ -35,9 +36,12 @@ async def run_in_thread(runner: ClientRun, call: RunCall, abort: Callable[[], No
     caller cancels."""
     if call.stop is not None:
         runner.stop = call.stop
-    await ensure_topics(call.bootstrap, call.settings, runner.specs)
+    primings = await ensure_topics(call.bootstrap, call.settings, runner.specs,
+                                   getattr(call.on_progress, "on_note", None))
     try:
-        return await asyncio.to_thread(runner.run)
+        results = await asyncio.to_thread(runner.run)
     except asyncio.CancelledError:
         abort()
         raise
+    results.priming = priming_section(primings)
+    return results

@@ -42,6 +42,7 @@ from producer_core.errors import BrokerError
 from producer_core.modes import mode as mode_spec
 from producer_core.results.intervals import IntervalRecorder, engine_live, expected_run_s
 from producer_core.results.metrics import Results, RunMetrics
+from producer_core.transport.priming import priming_section
 from producer_core.transport.produce_wire import ProduceRequest
 from producer_core.transport.transport import Cluster
 from producer_core.transport.txn_rpc import Coordinator
@@ -76,13 +77,15 @@ class Engine:
 
     # ----------------------------------------------------------------- setup
     async def _setup(self) -> None:
-        """Connect, create the topics, read their leaders, build the parts, open the
-        producer's session."""
+        """Connect, create the topics (and prime them), read their leaders, build the
+        parts, open the producer's session."""
         specs = self.workload.topic_specs()
         check_message_fits(specs, self.settings.max_request_size, "max.request.size")
         await self.cluster.connect()
-        for spec in specs:
-            await self.cluster.ensure_topic(spec.name, spec.partitions)
+        note = getattr(self.call.on_progress, "on_note", None)
+        self.primings = [p for spec in specs
+                         if (p := await self.cluster.ready_topic(spec.name, spec.partitions,
+                                                                 note)) is not None]
         view = await self.cluster.refresh_metadata([spec.name for spec in specs])
         brokers = set()
         for broker in {leader for spec in specs for leader in view.leaders[spec.name]}:
@@ -104,7 +107,9 @@ class Engine:
     async def run(self) -> Results:
         await self._setup()
         with quiet_gc():  # no collection of the setup's objects mid-run (gc_quiet.py)
-            return await self._run()
+            results = await self._run()
+        results.priming = priming_section(self.primings)
+        return results
 
     async def _run(self) -> Results:
         progress_task = interval_task = None

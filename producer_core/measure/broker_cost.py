@@ -277,8 +277,10 @@ class RunWindow:
 
 def section(snaps: Sequence[Snapshot], watched: Watched, run: RunWindow,
             rows: Sequence[Mapping[str, Any]], run_totals: WindowCounts,
-            requests_sent: int) -> dict[str, Any]:
-    """The ``broker_cost`` section of one run (see docs/guides/broker-cost.md)."""
+            requests_sent: int, primed_requests: int = 0) -> dict[str, Any]:
+    """The ``broker_cost`` section of one run (see docs/guides/broker-cost.md);
+    ``primed_requests``: requests the run wrote before its time zero (priming), which
+    Kafka's count of the whole run includes."""
     t0, t1 = run.measured_start, run.end
     rel0, rel1 = t0 - run.start, t1 - run.start
     if rows:
@@ -329,7 +331,12 @@ def section(snaps: Sequence[Snapshot], watched: Watched, run: RunWindow,
         kafka = kafka_window(snaps, kafka_nodes, t0, t1)
         whole = kafka_window(snaps, kafka_nodes, first, last)
         kafka["available"] = True
-        kafka["produce_requests_run"] = whole["produce_requests"]
+        # the priming requests came before the schedule's time zero (transport.priming)
+        before = int(primed_requests or 0)
+        kafka["produce_requests_run"] = (whole["produce_requests"] - before
+                                         if whole["produce_requests"] is not None else None)
+        if before:
+            kafka["priming_requests"] = before
         kafka["requests_sent_run"] = requests_sent
         kafka["endpoints"] = dict(watched.endpoints)
         document["kafka"] = kafka

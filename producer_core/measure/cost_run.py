@@ -99,7 +99,8 @@ def attach(results: Results, snaps: list[Snapshot], watched: Watched,
     m = results.metrics
     totals = WindowCounts(results.duration_s, results.requests_sent, m.messages_acked,
                           m.bytes_sent)
-    results.broker_cost = section(snaps, watched, window, rows, totals, results.requests_sent)
+    results.broker_cost = section(snaps, watched, window, rows, totals, results.requests_sent,
+                                  (results.priming or {}).get("requests", 0))
     interval_figures(snaps, watched, window, rows)
     fell = [m for m in results.broker_cost["missing"] if BACKWARDS in m]
     if fell:
@@ -131,8 +132,8 @@ def bottleneck_warning(results: Results) -> str | None:
     likely bottleneck, with its CPU when measured."""
     m = results.metrics
     rtt_p99 = measured_rtt_p99_ms(results)
-    if not m.latency.count or rtt_p99 is None:
-        return None
+    if not m.latency.count or rtt_p99 is None or results.stalls:
+        return None  # a stall is named by its own warning (`results.stalls`)
     latency_p99 = m.latency.percentile_ms(99)
     lag_p99 = m.generator_lag.percentile_ms(99) if m.generator_lag.count else 0.0
     if rtt_p99 < RTT_FLOOR_MS or rtt_p99 < RTT_SHARE * latency_p99 or \

@@ -45,6 +45,7 @@ class Change(Enum):
     """How compare-modes' change column words a mode against the first (`compare.change_text`)."""
 
     DELTA_MS = "delta_ms"          # +12.3 ms
+    DELTA_S = "delta_s"            # +1.2 s
     FEWER_MORE = "fewer_more"      # 95.0% fewer
     TIMES = "times"                # 20.0x
     PERCENT = "percent"            # +3.1%
@@ -108,6 +109,14 @@ METRICS: tuple[Metric, ...] = (
     _latency("p95_ms"),
     _latency("p99_ms"),
     _latency("max_ms"),
+    # rates over the schedule's window (results/rates.py), then acknowledgements over the
+    # whole wall time (to the last acknowledgement: a run that overran reads low)
+    Metric("acked_msgs_per_s", "rate.acked_msgs_per_s", "msg/s", Merge.RECOMPUTE,
+           summary=True, optional=True, needs="results of kbatch 47 or later"),
+    Metric("sent_msgs_per_s", "rate.sent_msgs_per_s", "msg/s", Merge.RECOMPUTE,
+           summary=True, optional=True, needs="results of kbatch 47 or later"),
+    Metric("overrun_s", "rate.overrun_s", "s", Merge.RECOMPUTE, summary=True, digits=1,
+           change=Change.DELTA_S, optional=True, needs="results of kbatch 47 or later"),
     Metric("achieved_msgs_per_s", "rate.achieved_msgs_per_s", "msg/s", Merge.RECOMPUTE,
            summary=True),
     Metric("mb_per_s", "rate.mb_per_s", "MB/s", Merge.RECOMPUTE, summary=True, digits=2),

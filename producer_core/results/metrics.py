@@ -16,6 +16,8 @@ import numpy as np
 
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metric_catalog import HISTOGRAMS
+from producer_core.results.rates import window_rates
+from producer_core.results.stalls import Stall, find_stalls, stall_warning
 from producer_core.workload.message_source import run_target_rate
 
 if TYPE_CHECKING:
@@ -273,6 +275,12 @@ class Results:
     consumers on the same host measure end-to-end latency from it."""
     broker_cost: dict[str, Any] | None = None
     """What the run cost the brokers and the client (`measure.broker_cost`)."""
+    priming: dict[str, Any] | None = None
+    """What making the topics ready before time zero did (`transport.priming`); None when
+    nothing was primed (warm topics, `--no-prime`)."""
+    stalls: list[Stall] = field(default_factory=list)
+    """Spans without an acknowledgement while requests waited (`stalls`), found once the
+    run ended (`of_run`)."""
     clock_span: tuple[float, float] | None = None
     """The run's start and end on `time.monotonic()` (every driver's clock), so that
     measurements taken beside it find its window; not in the JSON."""
@@ -284,14 +292,21 @@ class Results:
                transactions: dict[str, Any] | None = None,
                client: Section | None = None) -> Results:
         """The Results of a run driver's run from `start` to `end` (its clock's seconds),
-        whose schedule intended `intended` messages (0 or None: unknown, those generated)."""
+        whose schedule intended `intended` messages (0 or None: unknown, those generated).
+        Its stalls are found here, and named among its warnings."""
+        rows = metrics.intervals.to_dict().get("run", []) if metrics.intervals else []
+        stalls = find_stalls(metrics.requests, rows, end - start,
+                             answered=str(settings.get("acks", "all")) != "0")
+        warning = stall_warning(stalls)
+        if warning:
+            warnings = [*warnings, warning]
         return cls(
             mode=mode, workload=workload.as_dict(), settings=settings, bootstrap=bootstrap,
             broker="", duration_s=max(end - start, 1e-9), metrics=metrics,
             warnings=warnings, messages_intended=intended or metrics.messages_generated,
             target_msgs_per_s=run_target_rate(workload), policy=policy,
             transactions=transactions, client=client, run_start=start,
-            clock_span=(start, end),
+            clock_span=(start, end), stalls=stalls,
         )
 
     def sections(self) -> dict[str, Any]:
@@ -311,6 +326,8 @@ class Results:
             named["consumers"] = self.consumers
         if self.broker_cost is not None:
             named["broker_cost"] = self.broker_cost
+        if self.priming is not None:
+            named["priming"] = self.priming
         return named
 
     @property
@@ -334,6 +351,8 @@ class Results:
         if m.client_counts is not None:
             per_partition, per_bytes = _client_distributions(m.client_counts, m.bytes_sent)
         target = None if self.workload.get("closed_loop") else self.workload.get("rate")
+        intended = (self.messages_intended if self.messages_intended is not None
+                    else m.messages_generated)
         return {
             "schema_version": SCHEMA_VERSION,
             "kind": "run",
@@ -353,8 +372,7 @@ class Results:
             "bytes_per_request": per_bytes,
             "requests_by_broker": {str(k): v for k, v in sorted(m.requests_by_broker.items())},
             "messages": {
-                "intended": (self.messages_intended if self.messages_intended is not None
-                             else m.messages_generated),
+                "intended": intended,
                 "sent": m.messages_generated,
                 "acknowledged": m.messages_acked,
                 "failed": m.messages_failed,
@@ -374,6 +392,10 @@ class Results:
                                              m.messages_acked, self.duration_s),
                 "wire_mb_per_s": round(m.bytes_sent / self.duration_s / MB, 3)
                 if self.duration_s > 0 else 0.0,
+                **window_rates(self.workload, intended, self.target_msgs_per_s
+                               if self.target_msgs_per_s is not None else target,
+                               m.messages_generated, m.messages_acked, self.duration_s,
+                               m.intervals.to_dict().get("run", []) if m.intervals else []),
             },
             "compression": compression_summary(
                 str(self.settings.get("compression.type", "none")), m.payload_bytes,
@@ -391,6 +413,7 @@ class Results:
             | ({E2E_HISTOGRAM_KEY: self.e2e.encode()} if self.e2e is not None else {}),
             "topics": {name: t.to_dict(self.duration_s) for name, t in m.topics.items()},
             **({"intervals": m.intervals.to_dict()} if m.intervals is not None else {}),
+            "stalls": [s.as_dict() for s in self.stalls],
             "complete": m.complete,
             "idempotence": dict(m.idempotence),
             "warnings": self.warnings,

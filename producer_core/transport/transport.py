@@ -31,6 +31,7 @@ from producer_core.topic_creation import (
     TopicCreation,
 )
 from producer_core.transport.connect_errors import connection_problem
+from producer_core.transport.priming import Note, Priming, pad_bytes, prime_topic
 from producer_core.transport.produce_send import ProduceLine, answer
 from producer_core.transport.produce_wire import ProduceRequest
 from producer_core.transport.producer_id import IdempotentInitProducerId
@@ -334,6 +335,21 @@ class Cluster:
                 raise BrokerError(_not_served(topic, leaders, refused, timeout_s))
             await asyncio.sleep(max(0.1, poll_s))
 
+    async def ready_topic(self, topic: str, partitions: int, on_note: Note | None = None
+                          ) -> Priming | None:
+        """`ensure_topic`, then `prime`: what the run measures starts on a warm topic."""
+        await self.ensure_topic(topic, partitions)
+        return await self.prime(topic, partitions, on_note)
+
+    async def prime(self, topic: str, partitions: int, on_note: Note | None = None
+                    ) -> Priming | None:
+        """Unless the topic creation says `--no-prime`, write each never-written partition
+        of a served topic once (`priming`); None when not asked to."""
+        if not self.topic_creation.prime:
+            return None
+        return await prime_topic(self, topic, 30.0 + partitions / 20, on_note,
+                                 pad_bytes(self.topic_creation.configs))
+
     async def _leaders_refuse(self, topic: str, leaders: list[int]) -> Counter[str]:
         """How many partitions their leader refuses to serve, by error name (none: every
         leader answers ListOffsets for its partitions without an error).
@@ -430,13 +446,16 @@ def _describe(exc: BaseException) -> str:
     return text.rstrip(".")
 
 
-async def ensure_topics(bootstrap: str, settings: ProducerSettings, specs: Sequence[Any]) -> None:
-    """Create (or check) a run's topics, as the run's settings say, before a client that
-    creates no topics itself (librdkafka, the Java producer) starts producing."""
+async def ensure_topics(bootstrap: str, settings: ProducerSettings, specs: Sequence[Any],
+                        on_note: Note | None = None) -> list[Priming]:
+    """Create (or check) a run's topics, as the run's settings say, and prime them, before
+    a client that creates no topics itself (librdkafka, the Java producer) starts
+    producing; what priming did, per topic."""
     cluster = Cluster.for_settings(bootstrap, settings)
     try:
         await cluster.connect()
-        for spec in specs:
-            await cluster.ensure_topic(spec.name, spec.partitions)
+        return [p for spec in specs
+                if (p := await cluster.ready_topic(spec.name, spec.partitions, on_note))
+                is not None]
     finally:
         await cluster.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -25,12 +26,15 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def copy_with_version(tree: Path, target: Path, version_hex: str) -> Path:
+    """A copy of `tree` that says it is release `version_hex`, and whose content no earlier
+    run has built (a comment of its own), so the first run builds it whatever the cache
+    holds."""
     shutil.copytree(tree, target)
     header = target / "src" / "rdkafka.h"
     text, count = re.subn(r"(#define\s+RD_KAFKA_VERSION\s+)0x[0-9a-fA-F]{8}",
                           rf"\g<1>0x{version_hex}", header.read_text())
     assert count == 1
-    header.write_text(text)
+    header.write_text(f"/* kbatch test {uuid.uuid4().hex} */\n" + text)
     return target
 
 

@@ -10,6 +10,7 @@ from producer_core.brokers import docker_image
 from producer_core.brokers.docker import DockerUnavailable, docker_client, property_variable
 from producer_core.brokers.docker_image import apt_mirror, recipe_hash
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
+from producer_core.errors import UsageError
 
 
 def write(root, relative, text):
@@ -41,7 +42,11 @@ def test_one_line_sources_and_the_fallback(tmp_path):
           "deb http://security.debian.org/debian-security trixie-security main\n"
           "deb http://ftp.de.debian.org/debian/ trixie main contrib\n")
     assert apt_mirror(tmp_path) == ("http://ftp.de.debian.org/debian", "trixie")
-    assert apt_mirror(tmp_path / "nothing") == docker_image.FALLBACK_MIRROR
+    # no apt source: no guessed mirror, but an error that says what to do (issue 47)
+    assert docker_image.apt_source(tmp_path / "nothing") is None
+    with pytest.raises(UsageError, match="needs a Debian apt source") as error:
+        apt_mirror(tmp_path / "nothing")
+    assert "--kafka-image" in str(error.value) and "--broker kafka" in str(error.value)
 
 
 def test_the_recipe_hash_covers_every_recipe_file_and_the_kafka_version(tmp_path, monkeypatch):
@@ -89,3 +94,42 @@ def test_a_daemon_that_does_not_answer_gets_one_paragraph(monkeypatch):
     text = str(error.value)
     assert text.startswith("--broker docker needs a Docker engine")
     assert "docker info" in text and "--broker kafka" in text and "\n" not in text
+
+
+def test_a_missing_python_module_is_named_as_one(monkeypatch):
+    """Issue 47: "(docker is missing)" read as Docker the engine; the error names the
+    Python module and the interpreter it is missing from."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_docker(name, *args, **kwargs):
+        if name == "docker":
+            raise ImportError("No module named 'docker'", name="docker")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_docker)
+    with pytest.raises(DockerUnavailable) as error:
+        docker_client()
+    text = str(error.value)
+    assert "the Python module `docker` is missing" in text and "testcontainers" in text
+
+
+def test_the_jvm_under_a_containers_main_process_is_found(tmp_path):
+    """Broker cost reads a container node's CPU from its JVM's host pid (issue 47): the
+    main process itself when it is Java, else the Java process under it."""
+    from producer_core.brokers.docker import jvm_of
+
+    def process(pid: int, cmdline: bytes, children: list[int]) -> None:
+        task = tmp_path / str(pid) / "task" / str(pid)
+        task.mkdir(parents=True)
+        (tmp_path / str(pid) / "cmdline").write_bytes(cmdline)
+        (task / "children").write_text(" ".join(map(str, children)))
+
+    process(10, b"/bin/bash\0/etc/kafka/docker/run\0", [11])
+    process(11, b"sh\0-c\0start\0", [12])
+    process(12, b"/usr/bin/java\0-Xmx1g\0kafka.Kafka\0", [])
+    process(20, b"/usr/bin/java\0kafka.Kafka\0", [])
+    assert jvm_of(10, tmp_path) == 12
+    assert jvm_of(20, tmp_path) == 20
+    assert jvm_of(99, tmp_path) == 99  # nothing readable: the pid itself

@@ -174,7 +174,8 @@ def test_a_cell_that_did_not_get_its_load_is_failed():
     starved = result(Cell("broker", 5), run(10, 30, achieved=700))
     fine = result(Cell("broker", 50), run(20, 40, achieved=905))
     assert starved.status == "failed" and fine.status == "ok"
-    assert starved.reason().startswith("load not met: 700 of 1,000 msg/s, generator lag p99")
+    assert starved.reason().startswith("load not met: 700 of 1,000 msg/s acknowledged in the "
+                                      "schedule's window, generator lag p99")
     assert frontiers([starved, fine])["requests_per_s"] == ["broker_w50"]
     assert recommend([starved, fine], SLO)["cell"] == "broker_w50"
 
