@@ -49,7 +49,8 @@ def summary_table(result: dict[str, Any]) -> Table:
         outcome_row(result),
         *([("discarded (reasons)", f"{msgs['discarded']:,} ({_reasons(msgs)})")]
           if msgs.get("discarded") else []),
-        *_rate_rows(rate, _target_text(result, target), result["duration_s"]),
+        *_rate_rows(rate, _target_text(result, target), result["duration_s"],
+                    _closed_loop_text(result)),
         *_volume_rows(result),
     ]
     lat = result["latency"]
@@ -144,26 +145,35 @@ def client_text(result: dict[str, Any]) -> str | None:
     return text
 
 
-def _target_text(result: dict[str, Any], target: float | None) -> str:
-    """The rate asked for: a number, max, or a closed loop's senders (its rate is an
-    outcome)."""
+def _closed_loop_text(result: dict[str, Any]) -> str | None:
+    """A closed loop's senders (its rate is an outcome); None for a schedule."""
     loop = result.get("workload", {}).get("closed_loop")
-    if loop:
-        think = result["workload"].get("think_time_s") or 0
-        return (f"closed loop, {loop:,} sender{'s' if loop > 1 else ''}"
-                + (f", think {think * 1000:g} ms" if think else ""))
+    if not loop:
+        return None
+    think = result["workload"].get("think_time_s") or 0
+    return (f"closed loop, {loop:,} sender{'s' if loop > 1 else ''}"
+            + (f", think {think * 1000:g} ms" if think else ""))
+
+
+def _target_text(result: dict[str, Any], target: float | None) -> str:
+    """The rate asked for: a number, max, or a closed loop's senders."""
+    loop = _closed_loop_text(result)
+    if loop is not None:
+        return loop
     return "max" if target is None else f"{target:,.0f}"
 
 
-def _rate_rows(rate: dict[str, Any], target_text: str, duration_s: float
-               ) -> list[tuple[str, str]]:
+def _rate_rows(rate: dict[str, Any], target_text: str, duration_s: float,
+               closed_loop: str | None = None) -> list[tuple[str, str]]:
     """Offered, sent and acknowledged rates over the schedule's window, and the overrun
-    (results/rates.py); older documents: the achieved rate and its target."""
+    (results/rates.py); older documents: the achieved rate and its target. A closed
+    loop's offered rate is what its senders offered: the label names the loop."""
     if "acked_msgs_per_s" not in rate:
         return [("rate achieved (target)",
                  f"{rate['achieved_msgs_per_s']:,.0f}/s ({target_text})")]
     offered = rate["offered_msgs_per_s"]
-    rows = [(f"msg/s offered / sent / acked ({rate['window_s']:,.1f} s schedule)",
+    window = f"{rate['window_s']:,.1f} s" + (f", {closed_loop}" if closed_loop else " schedule")
+    rows = [(f"msg/s offered / sent / acked ({window})",
              f"{target_text if offered is None else f'{offered:,.0f}'} / "
              f"{rate['sent_msgs_per_s']:,.0f} / {rate['acked_msgs_per_s']:,.0f}")]
     if rate["overrun_s"] >= 0.05:
