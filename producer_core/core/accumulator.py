@@ -19,16 +19,13 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from producer_core.core.checksum import crc32c
 from producer_core.core.record_batch import NO_HEADERS_FIELD, RecordBatchWriter
-
-if TYPE_CHECKING:
-    from producer_core.core.linger.base import QueueView
 
 COMPRESSION_CODES = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 NO_HEADERS: list[tuple[str, bytes | None]] = []
@@ -579,8 +576,17 @@ PARTITION_OVERHEAD_BYTES = 16
 """Partition index and record-set length prefix within a ProduceRequest."""
 
 
+class HeadQueues(Protocol):
+    """What `drain_request` takes from the queues (a policy's `QueueView` has it): the head
+    batch of a slot, and a way to take it."""
+
+    def head(self, slot: int) -> ProducerBatch | None: ...
+
+    def pop_head(self, slot: int, now: float) -> ProducerBatch: ...
+
+
 def drain_request(
-    accumulator: QueueView,
+    accumulator: HeadQueues,
     candidates: list[int],
     now: float,
     max_request_size: int,
