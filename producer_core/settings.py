@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from producer_core.modes.bruce_topics import BRUCE_TOPIC_PREFIX, bruce_topic_key
 from producer_core.security import PLAINTEXT, SecurityConfig, redact
 from producer_core.topic_creation import DEFAULT_CREATION, TopicCreation
+from producer_core.topic_setting_keys import BRUCE_TOPIC_PREFIX, bruce_topic_key
 
 ACKS_VALUES = {"0": 0, "1": 1, "all": -1, "-1": -1}
 

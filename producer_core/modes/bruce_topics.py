@@ -1,13 +1,18 @@
-"""Mode bruce's per-topic settings, `bruce.topic.<name>.<suffix>`: their names and how a
-key is read. A leaf module, so the settings record (`producer_core.settings`) can rename
-per-topic keys without importing the mode."""
+"""Mode bruce's per-topic settings, `bruce.topic.<name>.<suffix>`: what each one is. The
+keys' form (prefix, suffixes, parsing) is `producer_core.topic_setting_keys`, below the
+settings record that renames them."""
 
 from __future__ import annotations
 
 from producer_core.errors import ConfigError
 from producer_core.modes.spec import SettingSpec, setting
+from producer_core.topic_setting_keys import (
+    BRUCE_TOPIC_PREFIX,
+    bruce_topic_key,
+)
 
-BRUCE_TOPIC_PREFIX = "bruce.topic."
+__all__ = ["BRUCE_TOPIC_PREFIX", "BRUCE_TOPIC_SETTINGS", "bruce_topic_key", "bruce_topic_spec"]
+
 BRUCE_TOPIC_SETTINGS: dict[str, SettingSpec] = dict(
     [
         setting("max.delay.ms", -1, "int", "the topic's batch completes once its oldest "
@@ -25,18 +30,6 @@ BRUCE_TOPIC_SETTINGS: dict[str, SettingSpec] = dict(
 """Mode bruce's per-topic settings: `-X bruce.topic.<name>.<suffix>=N`. They override the
 workload file's `batching` and `rate_limit`; a topic with all thresholds off (-1) joins the
 combined batch. Topic names are checked against the workload when the run starts."""
-
-
-def bruce_topic_key(key: str) -> tuple[str, str] | None:
-    """`bruce.topic.<name>.<suffix>` -> (name, suffix); None if `key` is not of that form
-    (names may contain dots, so the suffix is matched at the end, longest first)."""
-    if not key.startswith(BRUCE_TOPIC_PREFIX):
-        return None
-    rest = key[len(BRUCE_TOPIC_PREFIX):]
-    for suffix in sorted(BRUCE_TOPIC_SETTINGS, key=len, reverse=True):
-        if rest.endswith("." + suffix) and len(rest) > len(suffix) + 1:
-            return rest[: -len(suffix) - 1], suffix
-    return None
 
 
 def bruce_topic_spec(key: str) -> SettingSpec:

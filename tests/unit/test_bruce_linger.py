@@ -493,3 +493,14 @@ def test_leader_change_moves_open_and_completed_batches_to_the_new_leader():
     assert rig.policy.next_wakeup() == pytest.approx(0.012)  # keeps its age
     [plan] = rig.poll(0.012, {2: 5})
     assert plan.broker == 2 and partitions_of(plan) == [2]
+
+
+def test_every_per_topic_key_suffix_has_a_spec_and_keys_parse_longest_suffix_first():
+    from producer_core.modes.bruce_topics import BRUCE_TOPIC_SETTINGS
+    from producer_core.topic_setting_keys import BRUCE_TOPIC_SUFFIXES, bruce_topic_key
+
+    assert tuple(BRUCE_TOPIC_SETTINGS) == BRUCE_TOPIC_SUFFIXES
+    assert bruce_topic_key("bruce.topic.a.b.rate.limit.max.messages") == (
+        "a.b", "rate.limit.max.messages")
+    assert bruce_topic_key("bruce.topic.max.bytes") is None
+    assert bruce_topic_key("linger.ms") is None
