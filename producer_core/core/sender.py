@@ -85,7 +85,7 @@ class Hold:
 
 
 @dataclass
-class Retry:
+class Requeue:
     """retry.backoff.ms is over: put the batch back at the head of its partition's queue
     (in first-send order, which with idempotence is sequence order) to be sent again;
     `release` when no other batch of the partition still waits."""
@@ -111,24 +111,27 @@ class Unknown:
 
 
 @dataclass
-class CloseConnection:
-    """Close the connection to `broker`: its requests will not be answered usefully."""
+class DropConnection:
+    """The connection to `broker` is of no more use (its requests will not be answered
+    usefully): the producer answers with its `CloseConnection` command."""
 
     broker: int
 
 
 @dataclass
-class RefreshMetadata:
-    """Ask the cluster for partition leaders again."""
+class MetadataStale:
+    """The leaders the sender knows are out of date: the producer answers with its
+    `RefreshMetadata` command."""
 
 
 @dataclass
-class InitProducerId:
-    """Get a (new) producer id and epoch; answer with `Sender.on_producer_id`."""
+class NeedProducerId:
+    """The sender needs a (new) producer id and epoch before it can go on: the producer
+    recovers one (its `InitProducerId` command) and answers `Sender.on_producer_id`."""
 
 
-Action = Acknowledge | Written | Hold | Retry | Fail | Unknown | CloseConnection | \
-    RefreshMetadata | InitProducerId
+Action = Acknowledge | Written | Hold | Requeue | Fail | Unknown | DropConnection | \
+    MetadataStale | NeedProducerId
 
 
 @dataclass(frozen=True)
@@ -266,7 +269,7 @@ class Sender:
         self.awaiting_producer_id = False
         self.bump_needed = False
         parked, self.parked = self.parked, []
-        return [Retry(batch, release=batch.slot not in self.waiting) for batch in parked]
+        return [Requeue(batch, release=batch.slot not in self.waiting) for batch in parked]
 
     def on_producer_id_error(self, reason: str) -> list[Action]:
         """InitProducerId failed for good: nothing can be sent idempotently."""
@@ -287,7 +290,7 @@ class Sender:
         queues (in drain order) to be sent."""
         back = [batch for batch in self.parked if batch.slot in slots]
         self.parked = [batch for batch in self.parked if batch.slot not in slots]
-        return [Retry(batch, release=batch.slot not in self.waiting) for batch in back]
+        return [Requeue(batch, release=batch.slot not in self.waiting) for batch in back]
 
     # -------------------------------------------------------------------- send
     def build(self, broker: int, batches: list[ProducerBatch], now: float
@@ -363,7 +366,7 @@ class Sender:
             return []
         for batch in request.batches:
             batch.attempts -= 1  # not on the wire: not a send
-        actions: list[Action] = [RefreshMetadata()]
+        actions: list[Action] = [MetadataStale()]
         for batch in request.batches:
             actions.extend(self._retry_or_settle(batch, reason, now))
         return actions
@@ -381,7 +384,7 @@ class Sender:
                          reason: str = "connection_lost") -> list[Action]:
         """Close `broker`'s connection: whatever is in flight there may have been written,
         and is retried or, out of time, unknown."""
-        actions: list[Action] = [CloseConnection(broker), RefreshMetadata()]
+        actions: list[Action] = [DropConnection(broker), MetadataStale()]
         for other in [r for r in self.in_flight.values() if r.broker == broker]:
             self._take(other.request_id)
             why = reason if other.request_id == request_id else "connection_lost"
@@ -418,7 +421,7 @@ class Sender:
         if acknowledged:
             actions.insert(0, Acknowledge(request.broker, acknowledged))
         if refresh:
-            actions.append(RefreshMetadata())
+            actions.append(MetadataStale())
         return actions, len(acknowledged) == len(request.batches)
 
     def _on_error(self, batch: ProducerBatch, code: int, now: float) -> list[Action]:
@@ -459,14 +462,14 @@ class Sender:
         self.waiting[batch.slot] = waiting + 1
         return [] if waiting else [Hold(batch.slot)]
 
-    def _pop_retry(self) -> Retry:
+    def _pop_retry(self) -> Requeue:
         batch = heapq.heappop(self._retries)[2]
         left = self.waiting[batch.slot] - 1
         if left:
             self.waiting[batch.slot] = left
         else:
             del self.waiting[batch.slot]
-        return Retry(batch, release=not left)
+        return Requeue(batch, release=not left)
 
     def _final(self, batches: list[ProducerBatch], reason: str) -> Fail | Unknown:
         """The end of these batches: unknown if any attempt may have been written."""
@@ -532,7 +535,7 @@ class Sender:
             while self._retries:
                 actions.append(self._pop_retry())
             self.awaiting_producer_id = True
-            actions.append(InitProducerId())
+            actions.append(NeedProducerId())
         return actions
 
     def pause(self) -> None:

@@ -21,7 +21,7 @@ from typing import Any, ParamSpec
 
 from aiokafka.errors import KafkaConnectionError
 
-from producer_core.core import producer as core
+from producer_core.core import events
 from producer_core.drivers.engine_parts import build_parts, engine_results, transactional_id
 from producer_core.drivers.gc_quiet import quiet_gc
 from producer_core.drivers.precise_loop import new_event_loop
@@ -50,9 +50,9 @@ from producer_core.transport.txn_rpc import Coordinator
 __all__ = ["Delivery", "Engine", "Progress", "run", "run_async"]  # what callers import
 
 P = ParamSpec("P")
-CoordinatorCommand = core.FindCoordinator | core.AddPartitions | core.EndTransaction
-COORDINATOR_APIS = {core.FindCoordinator: "FindCoordinator",
-                    core.AddPartitions: "AddPartitionsToTxn", core.EndTransaction: "EndTxn"}
+CoordinatorCommand = events.FindCoordinator | events.AddPartitions | events.EndTransaction
+COORDINATOR_APIS = {events.FindCoordinator: "FindCoordinator",
+                    events.AddPartitions: "AddPartitionsToTxn", events.EndTransaction: "EndTxn"}
 
 
 class Engine:
@@ -187,42 +187,42 @@ class Engine:
         return task
 
     # ------------------------------------------------------------ commands
-    def _execute(self, commands: list[core.Command]) -> None:
+    def _execute(self, commands: list[events.Command]) -> None:
         """Carry out the producer's commands (I/O only: every decision is made)."""
         for command in commands:
-            if isinstance(command, core.Send):
+            if isinstance(command, events.Send):
                 self._write(command)
-            elif isinstance(command, core.Wake):
+            elif isinstance(command, events.Wake):
                 self._wake()
-            elif isinstance(command, core.CloseConnection):
+            elif isinstance(command, events.CloseConnection):
                 self.cluster.close_connection(command.broker)
-            elif isinstance(command, core.RefreshMetadata):
+            elif isinstance(command, events.RefreshMetadata):
                 self._spawn(self._refresh_leaders())
-            elif isinstance(command, core.InitProducerId):
+            elif isinstance(command, events.InitProducerId):
                 self._spawn(self._init_producer_id(command))
             elif isinstance(command, CoordinatorCommand):
                 self._spawn(self._ask_coordinator(command))
             else:
                 raise TypeError(f"the engine cannot execute {command!r}")
 
-    def _handle(self, event: core.Event) -> None:
+    def _handle(self, event: events.Event) -> None:
         self._execute(self.producer.handle(event, self.loop.time()))
 
-    def _feed(self, event: core.Event) -> None:
+    def _feed(self, event: events.Event) -> None:
         """An event from another task: the loop wakes to act on it."""
         self._wake()
         self._handle(event)
 
-    def _write(self, command: core.Send) -> None:
+    def _write(self, command: events.Send) -> None:
         request = ProduceRequest(self.transactional_id, self.settings.acks,
                                  int(self.settings.request_timeout_s * 1000), command.topics)
         try:
             future = self.cluster.send(command.broker, request,
                                        expect_response=command.expect_response)
         except Exception as exc:  # noqa: BLE001 - not written: the producer retries
-            self._handle(core.SendFailed(command.request_id, _reason(exc)))
+            self._handle(events.SendFailed(command.request_id, _reason(exc)))
             return
-        self._handle(core.RequestWritten(command.request_id))
+        self._handle(events.RequestWritten(command.request_id))
         task = self._spawn(future)
         request_id = command.request_id
 
@@ -232,16 +232,16 @@ class Engine:
                 return  # the run is over
             exc = task.exception()  # retrieved even when unused: asyncio would log it
             if exc is not None:
-                self._feed(core.RequestFailed(request_id, _reason(exc)))
+                self._feed(events.RequestFailed(request_id, _reason(exc)))
                 return
             response = task.result()
-            self._feed(core.ResponseReceived(
+            self._feed(events.ResponseReceived(
                 request_id, None if response is None else response.topics,
                 0 if response is None else getattr(response, "throttle_time_ms", 0) or 0))
 
         task.add_done_callback(done)
 
-    async def _init_producer_id(self, command: core.InitProducerId) -> None:
+    async def _init_producer_id(self, command: events.InitProducerId) -> None:
         try:
             if command.transactional_id is not None:
                 assert self.coordinator is not None
@@ -251,34 +251,34 @@ class Engine:
                 producer_id, epoch = await self.cluster.init_producer_id(
                     command.producer_id, command.epoch)
         except BrokerError as exc:  # the broker answered: refused
-            self._feed(core.ProducerIdFailed(str(exc), refused=True))
+            self._feed(events.ProducerIdFailed(str(exc), refused=True))
             return
         except Exception as exc:  # noqa: BLE001 - no answer: the core decides what next
-            self._feed(core.ProducerIdFailed(_reason(exc), refused=False))
+            self._feed(events.ProducerIdFailed(_reason(exc), refused=False))
             return
-        self._feed(core.ProducerIdAssigned(producer_id, epoch))
+        self._feed(events.ProducerIdAssigned(producer_id, epoch))
 
     async def _ask_coordinator(self, command: CoordinatorCommand) -> None:
         """A transaction coordinator request (its retries are `Coordinator`'s)."""
-        event: core.Event
+        event: events.Event
         try:
-            if isinstance(command, core.FindCoordinator):
+            if isinstance(command, events.FindCoordinator):
                 self.coordinator = Coordinator(self.cluster, command.transactional_id)
-                event = core.CoordinatorFound(await self.coordinator.find())
-            elif isinstance(command, core.AddPartitions):
+                event = events.CoordinatorFound(await self.coordinator.find())
+            elif isinstance(command, events.AddPartitions):
                 assert self.coordinator is not None
                 await self.coordinator.add_partitions(command.producer_id, command.epoch,
                                                       command.partitions)
-                event = core.PartitionsAdded()
+                event = events.PartitionsAdded()
             else:
                 assert self.coordinator is not None
                 await self.coordinator.end(command.producer_id, command.epoch, command.commit)
-                event = core.TransactionEnded(command.commit)
+                event = events.TransactionEnded(command.commit)
         except BrokerError as exc:
-            event = core.TransactionFailed(exc)
+            event = events.TransactionFailed(exc)
         except Exception as exc:  # noqa: BLE001 - no answer: the producer cannot go on
             api = COORDINATOR_APIS[type(command)]
-            event = core.TransactionFailed(
+            event = events.TransactionFailed(
                 BrokerError(f"{api} got no answer ({_reason(exc)})."))
         self._feed(event)
 
@@ -292,9 +292,9 @@ class Engine:
             for broker in brokers:
                 await self.cluster.connection(broker)
         except Exception as exc:  # noqa: BLE001 - the core asks again after a backoff
-            self._feed(core.MetadataFailed(_reason(exc)))
+            self._feed(events.MetadataFailed(_reason(exc)))
             return
-        self._feed(core.MetadataUpdated(leaders, brokers))
+        self._feed(events.MetadataUpdated(leaders, brokers))
 
     # -------------------------------------------------------------- results
     async def _report_progress(self, on_progress: Callable[[Progress], None]) -> None:

@@ -23,8 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, auto
 
+from producer_core.core.events import Command, Send, SendInputs, Stop
 from producer_core.core.memory import BlockedGenerator
-from producer_core.core.producer import Command, Producer, Send, SendInputs, Stop
+from producer_core.core.producer import Producer
 from producer_core.drivers.generator import Generator
 from producer_core.drivers.run_types import INTERRUPTED
 

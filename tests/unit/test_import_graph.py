@@ -155,7 +155,7 @@ def test_the_graph_sees_known_edges() -> None:
     assert "producer_core.drivers.run_types" in graph["producer_core.drivers.librdkafka"]
     assert "producer_core.modes" in graph["producer_core.config"]
     assert "producer_core.core.linger" in graph["producer_core.drivers.engine_parts"]
-    assert "producer_core.core.producer" in graph["producer_core.drivers.engine"]
+    assert "producer_core.core.events" in graph["producer_core.drivers.engine"]
     assert "cli.results_tables" in graph["cli.html_report"]  # cli is read too
     assert "producer_core.brokers.embedded" in graph["producer_core.brokers.target"]
 

@@ -11,8 +11,7 @@ import pytest
 
 from producer_core.config import build_settings
 from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.core.ledger import Ledger
-from producer_core.core.producer import (
+from producer_core.core.events import (
     AddPartitions,
     Command,
     CoordinatorFound,
@@ -21,8 +20,6 @@ from producer_core.core.producer import (
     InitProducerId,
     MetadataUpdated,
     PartitionsAdded,
-    Producer,
-    ProducerConfig,
     ProducerIdAssigned,
     ProducerIdFailed,
     RefreshMetadata,
@@ -33,6 +30,8 @@ from producer_core.core.producer import (
     TransactionFailed,
     Wake,
 )
+from producer_core.core.ledger import Ledger
+from producer_core.core.producer import Producer, ProducerConfig
 from producer_core.core.sender import Sender, SenderConfig
 from producer_core.core.transactions import TransactionConfig, Transactions
 from producer_core.errors import BrokerError

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.memory import MAX_BLOCK_REASON
-from producer_core.core.producer import (
+from producer_core.core.events import (
     AddPartitions,
     Command,
     CoordinatorFound,
@@ -31,6 +30,7 @@ from producer_core.core.producer import (
     TransactionEnded,
     TransactionFailed,
 )
+from producer_core.core.memory import MAX_BLOCK_REASON
 from producer_core.drivers import run_control
 from producer_core.drivers.engine_parts import build_parts
 from producer_core.drivers.generator import Generator

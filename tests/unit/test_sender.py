@@ -14,12 +14,12 @@ from producer_core.core.sender import (
     PRODUCER_FENCED,
     UNKNOWN_PRODUCER_ID,
     Acknowledge,
-    CloseConnection,
+    DropConnection,
     Fail,
     Hold,
-    InitProducerId,
-    RefreshMetadata,
-    Retry,
+    MetadataStale,
+    NeedProducerId,
+    Requeue,
     Sender,
     SenderConfig,
     Unknown,
@@ -81,15 +81,15 @@ class World:
                 self._settle(action.batches, f"unknown:{action.reason}")
             elif isinstance(action, Hold):
                 self.acc.hold(action.slot)
-            elif isinstance(action, Retry):
+            elif isinstance(action, Requeue):
                 self.acc.requeue_front(action.batch)
                 if action.release:
                     self.acc.release(action.batch.slot)
-            elif isinstance(action, CloseConnection):
+            elif isinstance(action, DropConnection):
                 self.closed.append(action.broker)
-            elif isinstance(action, RefreshMetadata):
+            elif isinstance(action, MetadataStale):
                 self.refreshes += 1
-            elif isinstance(action, InitProducerId):
+            elif isinstance(action, NeedProducerId):
                 self.init_requests += 1
 
     def _settle(self, batches: list[ProducerBatch], what: str) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from producer_core.config import ConfigError, build_settings
 from producer_core.core.accumulator import ProducerBatch, TopicPartition
-from producer_core.core.sender import Retry, Sender, SenderConfig
+from producer_core.core.sender import Requeue, Sender, SenderConfig
 from producer_core.core.transactions import TransactionConfig, Transactions
 from producer_core.measure.verify import check_topic, verify_document
 
@@ -120,7 +120,7 @@ def test_parked_batches_wait_for_their_partition_and_come_back_in_order() -> Non
     sender.park([first, second, other])
     assert sender.pending == 3
     back = sender.unpark({0})
-    assert [a.batch for a in back if isinstance(a, Retry)] == [first, second]
+    assert [a.batch for a in back if isinstance(a, Requeue)] == [first, second]
     assert first.order < second.order
     assert sender.parked == [other]
     outgoing, _ = sender.build(0, [first], 1.0)

@@ -84,7 +84,7 @@ from producer_core.core.linger.collector import (
     Collector,
     CollectorPolicy,
     Flush,
-    Retry,
+    RetryJoined,
     Trigger,
     caps,
 )
@@ -158,7 +158,7 @@ class AdaptiveLinger(CollectorPolicy):
     def triggers(self) -> list[Trigger]:
         wait = [] if self.max_wait_s is None else [MaxWait(self.max_wait_s)]
         return [Flush(), *caps(self.max_partitions, self.max_bytes), QueuedFlush(), *wait,
-                Retry()]
+                RetryJoined()]
 
     # ------------------------------------------------------------------ tickets
     def collection_started(self, broker: int, now: float) -> None:

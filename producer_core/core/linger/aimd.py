@@ -63,7 +63,7 @@ from producer_core.core.linger.collector import (
     Collector,
     CollectorPolicy,
     Flush,
-    Retry,
+    RetryJoined,
     Trigger,
     Window,
     caps,
@@ -144,7 +144,7 @@ class AimdLinger(CollectorPolicy):
         self._now = 0.0
 
     def triggers(self) -> list[Trigger]:
-        return [Flush(), *caps(self.max_partitions, self.max_bytes), Window(), Retry()]
+        return [Flush(), *caps(self.max_partitions, self.max_bytes), Window(), RetryJoined()]
 
     # ------------------------------------------------------------------ control
     def begin(self, start: float) -> None:

@@ -69,7 +69,7 @@ from producer_core.core.linger.collector import (
     Collector,
     CollectorPolicy,
     Flush,
-    Retry,
+    RetryJoined,
     Trigger,
     Window,
     caps,
@@ -107,7 +107,7 @@ class BrokerLinger(CollectorPolicy):
         self._send_time: dict[int, tuple[float, float]] = {}  # broker -> (average, deviation)
 
     def triggers(self) -> list[Trigger]:
-        return [Flush(), *caps(self.max_partitions, self.max_bytes), Window(), Retry()]
+        return [Flush(), *caps(self.max_partitions, self.max_bytes), Window(), RetryJoined()]
 
     def window_s(self, collector: Collector) -> float:
         return self.linger_s

@@ -61,7 +61,7 @@ class Collector:
 
 
 @dataclass
-class Send:
+class CollectorSend:
     """One trigger of a collector: its metrics, and what it still has to drain."""
 
     broker: int
@@ -143,7 +143,7 @@ class Window(Trigger):
         return policy.deadline(collector)
 
 
-class Retry(Trigger):
+class RetryJoined(Trigger):
     """``retry``: a retried batch joined the collection (it already waited its backoff)."""
 
     def reason(self, policy: CollectorPolicy, collector: Collector, now: float) -> str | None:
@@ -185,12 +185,12 @@ class CollectorPolicy(LingerPolicy):
         self.max_partitions = max_partitions if max_partitions > 0 else None
         self.max_bytes = max_bytes if max_bytes > 0 else None
         self._collectors: dict[int, Collector] = {}
-        self._pending: dict[int, Send] = {}  # broker -> its send that still has requests to go
+        self._pending: dict[int, CollectorSend] = {}  # broker -> its send with requests to go
         self._collected: dict[int, int] = {}  # slot -> broker whose collector holds it
         self._sending: dict[int, int] = {}  # slot -> broker whose pending send holds it
         self._drained_bytes = 0
         self._send_ids = itertools.count(1)
-        self._sends: list[Send] = []
+        self._sends: list[CollectorSend] = []
         self._chain: tuple[Trigger, ...] = ()
 
     @abstractmethod
@@ -362,7 +362,7 @@ class CollectorPolicy(LingerPolicy):
         slots = [s for s in collector.slots if accumulator.has_data(s)]
         for slot in collector.slots:
             del self._collected[slot]
-        send = Send(
+        send = CollectorSend(
             broker=broker, reason=reason, send_id=next(self._send_ids), started=now,
             collecting_for_s=now - collector.first_add, partitions=len(slots),
             collected_bytes=sum(self._slot_bytes(s) for s in slots), candidates=slots,
@@ -381,13 +381,13 @@ class CollectorPolicy(LingerPolicy):
         for slot in slots:
             self._sending[slot] = broker
 
-    def _leave_send(self, send: Send, slot: int, now: float) -> None:
+    def _leave_send(self, send: CollectorSend, slot: int, now: float) -> None:
         del send.remaining[slot]
         del self._sending[slot]
         if self.accumulator.has_data(slot):
             self.add(slot, now)  # data queued after the send started: the next window
 
-    def _drain(self, send: Send, now: float, free: int, plans: list[RequestPlan]) -> int:
+    def _drain(self, send: CollectorSend, now: float, free: int, plans: list[RequestPlan]) -> int:
         """Build up to `free` requests of a send; returns how many."""
         accumulator = self.accumulator
         built = 0
@@ -421,7 +421,7 @@ class CollectorPolicy(LingerPolicy):
         return built
 
     def _record_request(
-        self, send: Send, batches: list[ProducerBatch], plans: list[RequestPlan]
+        self, send: CollectorSend, batches: list[ProducerBatch], plans: list[RequestPlan]
     ) -> None:
         send.requests += 1
         send.bytes += sum(batch.size_bytes() for batch in batches)
@@ -461,7 +461,7 @@ class CollectorPolicy(LingerPolicy):
                     # retry's backoff, an earlier batch unsettled) and went back to the
                     # collector. Sending it again now would build nothing again, forever
                     # (flushing, it is due at once: at 10,000 partitions on a slow broker
-                    # the end of a run spun here, a Send per turn, gigabytes); an event
+                    # the end of a run spun here, a send per turn, gigabytes); an event
                     # (the retry back, a response, an append) is what can change it.
                     self._stall(broker, now)
                     break
