@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from producer_core.modes.collector import COLLECTOR_READS
+from producer_core.modes.collector_settings import COLLECTOR_READS
 from producer_core.modes.spec import ModeSpec, SettingSpec
 
 if TYPE_CHECKING:
-    from producer_core.core.linger.adaptive import AdaptiveLinger
+    from producer_core.core.linger.adaptive_policy import AdaptiveLinger
     from producer_core.core.linger.base import QueueView, RequestLimits
     from producer_core.settings import ProducerSettings
     from producer_core.workload.workload import TopicSpec
@@ -25,7 +25,7 @@ MAX_WAIT = SettingSpec(
 def adaptive_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,
                     settings: ProducerSettings, topics: Sequence[TopicSpec]
                     ) -> AdaptiveLinger:
-    from producer_core.core.linger.adaptive import AdaptiveLinger
+    from producer_core.core.linger.adaptive_policy import AdaptiveLinger
     cap = settings["adaptive.linger.max.ms"]
     max_bytes = settings["broker.batch.max.bytes"]
     return AdaptiveLinger(

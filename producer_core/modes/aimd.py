@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from producer_core.errors import ConfigError
-from producer_core.modes.collector import COLLECTOR_READS
+from producer_core.modes.collector_settings import COLLECTOR_READS
 from producer_core.modes.spec import ModeSpec, setting
 
 if TYPE_CHECKING:
-    from producer_core.core.linger.aimd import AimdLinger
+    from producer_core.core.linger.aimd_policy import AimdLinger
     from producer_core.core.linger.base import QueueView, RequestLimits
     from producer_core.settings import ProducerSettings
     from producer_core.workload.workload import TopicSpec
@@ -66,7 +66,7 @@ def check_aimd(explicit: set[str], values: Mapping[str, Any], warnings: list[str
 
 def aimd_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,
                 settings: ProducerSettings, topics: Sequence[TopicSpec]) -> AimdLinger:
-    from producer_core.core.linger.aimd import AimdLinger
+    from producer_core.core.linger.aimd_policy import AimdLinger
     target = settings["aimd.target.p99.ms"]
     return AimdLinger(
         accumulator, leaders, limits,

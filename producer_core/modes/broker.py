@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from producer_core.modes.collector import COLLECTOR_READS, COLLECTOR_SETTINGS
+from producer_core.modes.collector_settings import COLLECTOR_READS, COLLECTOR_SETTINGS
 from producer_core.modes.spec import ModeSpec, SettingSpec
 
 if TYPE_CHECKING:
     from producer_core.core.linger.base import QueueView, RequestLimits
-    from producer_core.core.linger.broker import BrokerLinger
+    from producer_core.core.linger.broker_policy import BrokerLinger
     from producer_core.settings import ProducerSettings
     from producer_core.workload.workload import TopicSpec
 
@@ -23,7 +23,7 @@ LINGER = SettingSpec(
 
 def broker_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,
                   settings: ProducerSettings, topics: Sequence[TopicSpec]) -> BrokerLinger:
-    from producer_core.core.linger.broker import BrokerLinger
+    from producer_core.core.linger.broker_policy import BrokerLinger
     return BrokerLinger(
         accumulator, leaders, limits,
         linger_s=settings["broker.linger.ms"] / 1000.0,

@@ -18,7 +18,7 @@ from producer_core.modes.spec import ModeSpec, setting
 
 if TYPE_CHECKING:
     from producer_core.core.linger.base import QueueView, RequestLimits
-    from producer_core.core.linger.bruce import (
+    from producer_core.core.linger.bruce_policy import (
         BruceConfig,
         BrucePolicy,
         RateLimit,
@@ -66,7 +66,7 @@ def bruce_config(settings: ProducerSettings, topics: Sequence[TopicSpec]) -> Bru
     Per-topic settings (`bruce.topic.<name>.*`) override the file's `batching` and
     `rate_limit`; a name that is not a topic of the workload is refused (ConfigError).
     """
-    from producer_core.core.linger.bruce import FILE_KEYS, BruceConfig, RateLimit, thresholds
+    from producer_core.core.linger.bruce_policy import FILE_KEYS, BruceConfig, RateLimit, thresholds
     names = [topic.name for topic in topics]
     overrides: dict[str, dict[str, int]] = {}
     for key, value in settings.values.items():
@@ -110,14 +110,14 @@ def bruce_config(settings: ProducerSettings, topics: Sequence[TopicSpec]) -> Bru
 
 def bruce_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,
                  settings: ProducerSettings, topics: Sequence[TopicSpec]) -> BrucePolicy:
-    from producer_core.core.linger.bruce import BrucePolicy
+    from producer_core.core.linger.bruce_policy import BrucePolicy
     keyless = [topic.keys.kind == "none" for topic in topics]
     return BrucePolicy(accumulator, leaders, limits, bruce_config(settings, topics), keyless)
 
 
 def bruce_batch_size(settings: ProducerSettings) -> int:
     """A partition's record batch grows up to the request limit (Bruce has no batch.size)."""
-    from producer_core.core.linger.bruce import largest_record_batch
+    from producer_core.core.linger.bruce_policy import largest_record_batch
     return largest_record_batch(settings.batch_size, settings.max_request_size)
 
 

@@ -11,7 +11,7 @@ from producer_core.modes.spec import ModeSpec
 
 if TYPE_CHECKING:
     from producer_core.core.linger.base import QueueView, RequestLimits
-    from producer_core.core.linger.java import JavaLinger
+    from producer_core.core.linger.java_policy import JavaLinger
     from producer_core.settings import ProducerSettings
     from producer_core.workload.workload import TopicSpec
 
@@ -29,7 +29,7 @@ def check_java(explicit: set[str], values: Mapping[str, Any], warnings: list[str
 
 def java_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,
                 settings: ProducerSettings, topics: Sequence[TopicSpec]) -> JavaLinger:
-    from producer_core.core.linger.java import JavaLinger
+    from producer_core.core.linger.java_policy import JavaLinger
     return JavaLinger(accumulator, leaders, limits, settings.linger_s)
 
 

@@ -13,7 +13,7 @@ from producer_core.modes.spec import ModeSpec
 
 if TYPE_CHECKING:
     from producer_core.core.linger.base import QueueView, RequestLimits
-    from producer_core.core.linger.partition import NoLinger, PartitionLinger
+    from producer_core.core.linger.partition_policy import NoLinger, PartitionLinger
     from producer_core.settings import ProducerSettings
     from producer_core.workload.workload import TopicSpec
 
@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 def partition_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,
                      settings: ProducerSettings, topics: Sequence[TopicSpec]
                      ) -> PartitionLinger:
-    from producer_core.core.linger.partition import PartitionLinger
+    from producer_core.core.linger.partition_policy import PartitionLinger
     return PartitionLinger(accumulator, leaders, limits, settings.linger_s)
 
 
 def no_linger_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,
                      settings: ProducerSettings, topics: Sequence[TopicSpec]) -> NoLinger:
-    from producer_core.core.linger.partition import NoLinger
+    from producer_core.core.linger.partition_policy import NoLinger
     return NoLinger(accumulator, leaders, limits)
 
 

@@ -18,7 +18,7 @@ from producer_core.core.accumulator import (
     Accumulator,
     TopicPartition,
 )
-from producer_core.core.linger.adaptive import AdaptiveLinger
+from producer_core.core.linger.adaptive_policy import AdaptiveLinger
 from producer_core.core.linger.base import PollContext, RequestLimits
 from producer_core.modes import make_policy
 

@@ -11,7 +11,7 @@ import pytest
 
 from producer_core.config import build_settings
 from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.core.linger.aimd import MAX_POINTS, AimdLinger
+from producer_core.core.linger.aimd_policy import MAX_POINTS, AimdLinger
 from producer_core.core.linger.base import PollContext, RequestLimits
 from producer_core.errors import ConfigError
 from producer_core.modes import make_policy

@@ -14,7 +14,7 @@ from producer_core.core.accumulator import (
     TopicPartition,
 )
 from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.core.linger.broker import BrokerLinger
+from producer_core.core.linger.broker_policy import BrokerLinger
 from producer_core.modes import make_policy
 
 VALUE = bytes(10)

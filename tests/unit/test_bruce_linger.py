@@ -15,7 +15,7 @@ from producer_core.core.accumulator import (
     TopicPartition,
 )
 from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.core.linger.bruce import (
+from producer_core.core.linger.bruce_policy import (
     BruceConfig,
     BrucePolicy,
     RateLimit,

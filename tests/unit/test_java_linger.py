@@ -8,7 +8,7 @@ import pytest
 from producer_core.config import build_settings
 from producer_core.core.accumulator import Accumulator, TopicPartition
 from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.core.linger.java import (
+from producer_core.core.linger.java_policy import (
     JavaLinger,
     java_metadata_order,
     java_string_hash,

@@ -6,7 +6,7 @@ import pytest
 
 from producer_core.core.accumulator import Accumulator, TopicPartition
 from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.core.linger.partition import NoLinger, PartitionLinger
+from producer_core.core.linger.partition_policy import NoLinger, PartitionLinger
 
 VALUE = bytes(100)
 

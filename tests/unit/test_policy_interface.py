@@ -15,7 +15,7 @@ from producer_core.core.linger.base import (
     RequestLimits,
     RunStart,
 )
-from producer_core.core.linger.collector import (
+from producer_core.core.linger.collector_policy import (
     Collector,
     CollectorPolicy,
     Flush,

@@ -1,10 +1,10 @@
 """Mode `aimd`: the broker-level collector with a window each broker's controller adapts.
 
 The broker-level linger design's "Adaptive Signals" sketch, made a mode: every broker
-has its own collection window (mode `broker`'s collector, `producer_core.core.linger.collector`,
-with its trigger chain, caps, in-flight handling and send splitting; no send lead), and an
-AIMD controller moves it between ``aimd.linger.min.ms`` and ``aimd.linger.max.ms``,
-starting at ``aimd.linger.initial.ms``.
+has its own collection window (mode `broker`'s collector,
+`producer_core.core.linger.collector_policy`, with its trigger chain, caps, in-flight
+handling and send splitting; no send lead), and an AIMD controller moves it between
+``aimd.linger.min.ms`` and ``aimd.linger.max.ms``, starting at ``aimd.linger.initial.ms``.
 
 **Signals** (each response of a broker, `on_response`):
 
@@ -58,8 +58,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from producer_core.core.linger.base import PollContext, QueueView, RequestLimits, RequestPlan
-from producer_core.core.linger.broker import REASONS
-from producer_core.core.linger.collector import (
+from producer_core.core.linger.broker_policy import REASONS
+from producer_core.core.linger.collector_policy import (
     Collector,
     CollectorPolicy,
     Flush,

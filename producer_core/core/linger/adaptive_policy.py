@@ -8,9 +8,9 @@ about to exceed ``max.message.bytes`` is written early. Batches are numbered, so
 left over from a batch that was already written does nothing.
 
 kbatch's producer has one broker-level collection per broker (the collector of mode
-`broker`, `producer_core.core.linger.collector`, whose caps, in-flight handling, send splitting
-and metrics this mode shares); only *when* a collection is sent differs: the queued flush
-and the wait cap take the place of the window in the trigger chain. When a broker's
+`broker`, `producer_core.core.linger.collector_policy`, whose caps, in-flight handling,
+send splitting and metrics this mode shares); only *when* a collection is sent differs:
+the queued flush and the wait cap take the place of the window in the trigger chain. When a broker's
 collection goes from empty to non-empty (the first partition joins it), no timer is armed:
 a **flush ticket** carrying the collection's number is queued behind the work pending in
 the engine at that moment.
@@ -80,7 +80,7 @@ from producer_core.core.accumulator import (
     REQUEST_OVERHEAD_BYTES,
 )
 from producer_core.core.linger.base import PollContext, QueueView, RequestLimits, RequestPlan
-from producer_core.core.linger.collector import (
+from producer_core.core.linger.collector_policy import (
     Collector,
     CollectorPolicy,
     Flush,

@@ -6,7 +6,7 @@ the first that holds is the send's reason, and `next_wakeup` is the earliest tim
 them will hold. Mode broker's chain is flush, max partitions, max bytes, window, retry;
 adaptive puts its queued flush and wait cap where the window is; aimd is broker's chain
 with a window per broker. What a collection is and how a send drains it is described in
-`producer_core.core.linger.broker` (whose mode defined it first).
+`producer_core.core.linger.broker_policy` (whose mode defined it first).
 
 Pure: no clock and no I/O; time comes in as arguments (seconds).
 """

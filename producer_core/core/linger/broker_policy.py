@@ -56,8 +56,8 @@ slots free up, before any new send of that broker starts.
 
 `stats()` summarises the sends (partitions, bytes, time collecting, requests per send).
 
-The collection, its sends and the triggers are `producer_core.core.linger.collector`'s, shared
-with modes adaptive and aimd; this mode is its trigger chain and its send lead.
+The collection, its sends and the triggers are `producer_core.core.linger.collector_policy`'s,
+shared with modes adaptive and aimd; this mode is its trigger chain and its send lead.
 
 Pure: no clock and no I/O; time comes in as arguments (seconds).
 """
@@ -65,7 +65,7 @@ Pure: no clock and no I/O; time comes in as arguments (seconds).
 from __future__ import annotations
 
 from producer_core.core.linger.base import QueueView, RequestLimits
-from producer_core.core.linger.collector import (
+from producer_core.core.linger.collector_policy import (
     Collector,
     CollectorPolicy,
     Flush,
