@@ -48,13 +48,10 @@ def build_parts(workload: Workload, settings: ProducerSettings, mode: str,
                 metrics: RunMetrics, deliveries: list[Delivery] | None) -> EngineParts:
     """One run's producer and generator; `leaders_by_topic`: each partition's leader."""
     specs = workload.topic_specs()
-    slots: list[TopicPartition] = []
-    leaders: list[int] = []
-    first_slots = []
-    for spec in specs:
-        first_slots.append(len(slots))
-        slots.extend(TopicPartition(spec.name, p) for p in range(spec.partitions))
-        leaders.extend(leaders_by_topic[spec.name])
+    layout = workload.slot_layout()
+    slots = [TopicPartition(topic, partition) for topic, partition in layout.targets()]
+    leaders = [leader for topic in layout.topics for leader in leaders_by_topic[topic]]
+    first_slots = list(layout.first_slots)
     spec_of_mode = mode_spec(mode)
     accumulator = Accumulator(slots, spec_of_mode.accumulator_batch_size(settings),
                               settings["compression.type"])

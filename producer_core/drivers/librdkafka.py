@@ -235,10 +235,10 @@ class LibrdkafkaRun:
         self._warmup_until = 0.0
         self.specs = workload.topic_specs()
         self.targets: list[tuple[str, int]] = []  # slot -> (topic, partition), as the engine
-        self.first_slots: list[int] = []
+        layout = workload.slot_layout()
+        self.first_slots = list(layout.first_slots)
         self.partitioning = Partitioning.from_settings(settings)
         for spec in self.specs:
-            self.first_slots.append(len(self.targets))
             own = self.partitioning.for_topic(spec.partitioner)
             if own.librdkafka and own.name != self.partitioning.name:
                 raise ConfigError(
@@ -251,8 +251,7 @@ class LibrdkafkaRun:
         for spec in self.specs:
             self.metrics.topics.setdefault(spec.name, TopicMetrics())
         self.topic_of = [self.metrics.topics[topic] for topic, _ in self.targets]
-        self.topic_index_of = [index for index, spec in enumerate(self.specs)
-                               for _ in range(spec.partitions)]  # slot -> topic index
+        self.topic_index_of = layout.topic_index_of
         self.topic_metrics = [self.metrics.topics[spec.name] for spec in self.specs]
         self.in_flight: dict[int, float] | None = (
             {} if all(values_carry_ids(spec) for spec in self.specs) else None)

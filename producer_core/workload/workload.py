@@ -14,6 +14,7 @@ from typing import Any
 from producer_core import bounds
 from producer_core.errors import UsageError
 from producer_core.workload.payload import PayloadSpec, file_value_sizes
+from producer_core.workload.slot_layout import SlotLayout
 
 MAX_CLOSED_LOOP_SENDERS = 10_000
 """More synchronous senders than this is an open loop in all but name."""
@@ -213,6 +214,10 @@ class Workload:
             and self.warmup_s >= self.duration_s
         ):
             problems.append("--warmup must be shorter than --duration")
+
+    def slot_layout(self) -> SlotLayout:
+        """Its topics' partitions numbered as every driver numbers them (slots)."""
+        return SlotLayout.of_topics((spec.name, spec.partitions) for spec in self.topic_specs())
 
     def topic_specs(self) -> tuple[TopicSpec, ...]:
         """The topics to produce to; the command line's one topic if no file gave any."""

@@ -103,6 +103,7 @@ from producer_core.core.linger.base import (
     RequestPlan,
     summarize,
 )
+from producer_core.workload.slot_layout import SlotLayout
 
 REASONS = ("flush", "memory", "max_messages", "max_bytes", "max_delay")
 """Batch completion reasons in priority order (requests of retried batches: ``retry``)."""
@@ -208,17 +209,11 @@ class BrucePolicy(LingerPolicy):
         super().__init__(accumulator, leaders, limits)
         self.config = config
         # topics in slot order, from the accumulator's layout (contiguous per topic)
-        self._topic_of: list[int] = []
-        self._first: list[int] = []
-        self._count: list[int] = []
-        names: list[str] = []
-        for slot, tp in enumerate(accumulator.slots):
-            if not names or tp.topic != names[-1]:
-                names.append(tp.topic)
-                self._first.append(slot)
-                self._count.append(0)
-            self._topic_of.append(len(names) - 1)
-            self._count[-1] += 1
+        layout = SlotLayout.of_slots(accumulator.slots)
+        self._topic_of = list(layout.topic_index_of)
+        self._first = list(layout.first_slots)
+        self._count = list(layout.partitions)
+        names = list(layout.topics)
         self.topic_names = names
         topics = len(names)
         self._own: list[Thresholds | None] = list(config.topics[:topics]) + [None] * (

@@ -131,13 +131,11 @@ class KafkaJavaRun:
         self.warmup_until = 0.0
         self.offset_ns = 0
         self.specs = workload.topic_specs()
-        self.targets: list[tuple[str, int]] = []
-        self.topic_index: list[int] = []
-        self.first_slots: list[int] = []
-        for index, spec in enumerate(self.specs):
-            self.first_slots.append(len(self.targets))
-            self.targets.extend((spec.name, p) for p in range(spec.partitions))
-            self.topic_index.extend([index] * spec.partitions)
+        layout = workload.slot_layout()
+        self.targets = layout.targets()
+        self.topic_index = list(layout.topic_index_of)
+        self.first_slots = list(layout.first_slots)
+        for spec in self.specs:
             self.metrics.topics.setdefault(spec.name, TopicMetrics())
         # a release asked for by name runs at its own defaults (as its users get it): only
         # what was set explicitly goes to it; the pinned client gets every kbatch value,
