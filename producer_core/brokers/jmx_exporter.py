@@ -7,7 +7,7 @@ standard names): one parser, one extraction. It runs inside the broker's JVM (no
 JVM per scrape, no JMX/RMI port), answers on a loopback port, and with
 ``includeObjectNames`` limited to the few MBeans kbatch reads a scrape costs the broker
 little. The jar is pinned and fetched once from Maven Central into kbatch's cache, as the
-Kafka jars are (``brokers.kafka_dist``).
+Kafka jars are (``producer_core.downloads``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from producer_core.brokers.kafka_dist import cache_root, fetch_jars
+from producer_core.downloads import cache_root, fetch_jars
 
 #: The one place the exporter's version is pinned.
 JMX_EXPORTER_VERSION = "1.0.1"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from producer_core.brokers.kafka_dist import cache_root
+from producer_core.downloads import cache_root
 from producer_core.drivers.run_types import RunCall
 from producer_core.errors import BrokerError, KbatchError, UsageError
 from producer_core.results.metrics import Results

@@ -21,11 +21,11 @@ import pytest
 from producer_core.analysis.compare import parse_mode_configs
 from producer_core.analysis.trace_replay import replay
 from producer_core.brokers.embedded import EmbeddedBroker
-from producer_core.brokers.kafka_dist import KAFKA_CLIENTS_VERSION
 from producer_core.config import build_settings
 from producer_core.core.accumulator import TopicPartition
 from producer_core.core.linger.java_policy import java_metadata_order
 from producer_core.drivers.engine import Delivery, run
+from producer_core.drivers.kafka_java.driver import KAFKA_CLIENTS_VERSION
 from producer_core.drivers.kafka_java.run import run_traced
 from producer_core.errors import BrokerError
 from producer_core.results.results_io import add_facts, results_schema, validate_document

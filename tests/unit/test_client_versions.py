@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from producer_core import downloads
 from producer_core.analysis.compare import parse_modes
 from producer_core.analysis.sweep import Cell
-from producer_core.brokers import kafka_dist
 from producer_core.config import MODES, build_settings
 from producer_core.drivers.kafka_java import driver
 from producer_core.errors import ConfigError, UsageError
@@ -79,13 +79,13 @@ def test_each_release_is_its_own_cache_key(tmp_path: Path, monkeypatch) -> None:
     driver.client_libs(lines.append, "3.9.1")  # cached: Maven is not asked again
     driver.client_libs(lines.append, None)  # the pinned release
     assert [t.name for t, _ in fetched] == ["kafka-clients-3.9.1",
-                                           f"kafka-clients-{kafka_dist.KAFKA_CLIENTS_VERSION}"]
+                                           f"kafka-clients-{driver.KAFKA_CLIENTS_VERSION}"]
     assert fetched[0][1][0] == "org.apache.kafka:kafka-clients:3.9.1"
 
 
 def test_a_release_maven_lacks_is_a_usage_error(tmp_path: Path, monkeypatch) -> None:
     def missing(*args, **kwargs) -> None:
-        raise kafka_dist.ArtifactMissing("no such artifact")
+        raise downloads.ArtifactMissing("no such artifact")
 
     monkeypatch.setattr(driver, "cache_root", lambda: tmp_path)
     monkeypatch.setattr(driver, "fetch_jars", missing)
@@ -96,11 +96,11 @@ def test_a_release_maven_lacks_is_a_usage_error(tmp_path: Path, monkeypatch) -> 
 
 
 def test_mavens_not_found_is_told_from_other_failures() -> None:
-    assert kafka_dist._not_found(
+    assert downloads._not_found(
         "[ERROR] Failed to execute goal on project x: Could not resolve dependencies for "
         "project k:x:pom:1: org.apache.kafka:kafka-clients:jar:9.9.9 was not found in REPO")
-    assert kafka_dist._not_found("Could not find artifact org.apache.kafka:kafka-clients")
-    assert not kafka_dist._not_found("Could not transfer artifact ...: Connection refused")
+    assert downloads._not_found("Could not find artifact org.apache.kafka:kafka-clients")
+    assert not downloads._not_found("Could not transfer artifact ...: Connection refused")
 
 
 def test_install_runs_each_clients_installer_once(monkeypatch) -> None:
@@ -244,7 +244,7 @@ def test_a_client_build_is_a_version_named_by_its_content(tmp_path: Path,
 
 
 def test_client_build_flags_map_plain_modes_to_the_builds_label(monkeypatch) -> None:
-    from cli.client_build_opts import apply_client_builds
+    from cli.options.client_build import apply_client_builds
 
     monkeypatch.setattr(driver, "register_build", lambda path, progress: "build-abc")
     modes = apply_client_builds(["kafka-java=x.jar"], ["kafka-java", "kafka-java@4.4.0"],
@@ -259,7 +259,7 @@ def test_client_build_flags_map_plain_modes_to_the_builds_label(monkeypatch) -> 
 
 
 def test_a_mode_config_for_a_built_client_follows_the_build() -> None:
-    from cli.client_build_opts import built_mode_configs
+    from cli.options.client_build import built_mode_configs
 
     items = built_mode_configs(("kafka-java:linger.ms=0", "partition:linger.ms=5"),
                                ["kafka-java", "partition"],

