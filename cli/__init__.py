@@ -1,6 +1,6 @@
 """kbatch's command line (Click)."""
 
-from cli.streams import (
+from cli.app.streams import (
     guard_startup_signals,
     harden_streams,
     ignore_signals_at_the_end,

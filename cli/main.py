@@ -1,7 +1,7 @@
 """The `kbatch` command line: the group, and where each command is defined.
 
 Commands are imported only when run (or their help is shown), so `kbatch --help` starts in
-a blink: see cli.lazy_group. To add a command, add one line to COMMANDS:
+a blink: see cli.app.lazy_group. To add a command, add one line to COMMANDS:
     "name": ("cli.module:command", "Its help's first paragraph, as `kbatch --help` lists it."),
 """
 
@@ -9,27 +9,32 @@ from __future__ import annotations
 
 import click
 
-from cli.lazy_group import LazyCommands, LazyGroup
-from cli.streams import end_startup_signals, guard_shutdown_signals
+from cli.app.lazy_group import LazyCommands, LazyGroup
+from cli.app.streams import end_startup_signals, guard_shutdown_signals
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "produce": ("cli.produce_cmd:produce",
+    "produce": ("cli.commands.produce:produce",
                 "Produce a workload in one linger mode and report what it cost."),
-    "compare-modes": ("cli.compare_cmd:compare_modes",
+    "compare-modes": ("cli.commands.compare:compare_modes",
                       "Run one workload under several modes and show them side by side."),
-    "report": ("cli.report_cmd:report", "Show saved results as tables, Markdown and charts."),
-    "gate": ("cli.gate_cmd:gate", "Check saved results against the rules of a gates file."),
-    "lab": ("cli.lab_cmd:lab", "A multi-broker Kafka lab on this machine, with network delay."),
-    "analyze": ("cli.analyze_cmd:analyze", "Analyze the request logs and results JSON of any "
-                                           "number of runs with PySpark."),
-    "sweep": ("cli.sweep_cmd:sweep", "Sweep linger modes and windows; find the setting that "
-                                     "meets a latency SLO with the fewest requests."),
-    "perf-test": ("cli.perf_test_cmd:perf_test", "kafka-producer-perf-test's arguments, run by "
-                                                 "kbatch, printing perf-test's lines."),
-    "capacity": ("cli.capacity_cmd:capacity",
+    "report": ("cli.commands.report:report",
+               "Show saved results as tables, Markdown and charts."),
+    "gate": ("cli.commands.gate:gate",
+             "Check saved results against the rules of a gates file."),
+    "lab": ("cli.commands.lab:lab",
+            "A multi-broker Kafka lab on this machine, with network delay."),
+    "analyze": ("cli.commands.analyze:analyze",
+                "Analyze the request logs and results JSON of any number of runs with PySpark."),
+    "sweep": ("cli.commands.sweep:sweep",
+              "Sweep linger modes and windows; find the setting that meets a latency SLO with "
+              "the fewest requests."),
+    "perf-test": ("cli.commands.perf_test:perf_test",
+                  "kafka-producer-perf-test's arguments, run by kbatch, printing perf-test's "
+                  "lines."),
+    "capacity": ("cli.commands.capacity:capacity",
                  "Find the highest rate each mode sustains within --slo."),
-    "image": ("cli.image_cmd:image", "The container image --broker docker runs (see "
-                                     "docs/guides/containers.md)."),
+    "image": ("cli.commands.image:image",
+              "The container image --broker docker runs (see docs/guides/containers.md)."),
 }
 """name -> ("module:attribute" of its Click command, its help's first paragraph)."""
 

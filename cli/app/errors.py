@@ -18,7 +18,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-"""128 + SIGINT; a SIGTERM exits 143 (128 + 15), see `cli.stopping`."""
+"""128 + SIGINT; a SIGTERM exits 143 (128 + 15), see `cli.app.stopping`."""
 
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_RUNTIME", "EXIT_USAGE", "Interrupted", "friendly_errors"]

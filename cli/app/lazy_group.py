@@ -19,13 +19,13 @@ from types import ModuleType
 
 import click
 
-from cli.streams import end_startup_signals, guard_startup_signals
+from cli.app.streams import end_startup_signals, guard_startup_signals
 
 
 @contextmanager
 def start_up_signals() -> Iterator[None]:
     """Around a command's late imports: a signal meanwhile exits at once with one line
-    and 128 + the signal (cli.streams), as it did when cli.main imported everything."""
+    and 128 + the signal (cli.app.streams), as it did when cli.main imported everything."""
     guard_startup_signals()
     try:
         yield

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
-from cli.errors import Interrupted
+from cli.app.errors import Interrupted
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

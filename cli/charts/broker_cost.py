@@ -9,7 +9,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from cli.charts import mode_color
+from cli.charts.charts import mode_color
 
 
 def broker_cost_chart(runs: Sequence[tuple[str, str, Mapping[str, Any]]], path: Path

@@ -8,7 +8,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from cli.charts import mode_color
+from cli.charts.charts import mode_color
 
 
 def _limit_ms(slo: str) -> float | None:

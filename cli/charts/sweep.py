@@ -1,6 +1,6 @@
 """The frontier chart of a sweep: requests/s against the SLO latency, one line per mode.
 
-matplotlib's object API (``Figure``, Agg backend) from cli/charts.py, imported on first use
+matplotlib's object API (``Figure``, Agg backend) from cli/charts/charts.py, imported on first use
 so `kbatch` starts without matplotlib.
 """
 
@@ -33,7 +33,7 @@ def sweep_markdown(document: Mapping[str, Any]) -> list[str]:
 def frontier_chart(document: Mapping[str, Any], path: Path) -> Path:
     """Each mode's cells (median over repeats) joined in window order; the Pareto frontier
     ringed, the recommended cell starred, the SLO a dashed line, failed cells left out."""
-    from cli.charts import Figure  # matplotlib with the Agg backend, loaded on first use
+    from cli.charts.charts import Figure  # matplotlib with the Agg backend, loaded on first use
 
     sweep = document["sweep"]
     latency = sweep["frontier"]["latency"]

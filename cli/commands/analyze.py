@@ -9,9 +9,9 @@ from typing import Any
 import click
 from rich.table import Table
 
-from cli.errors import friendly_errors
-from cli.output_paths import writable_dir
-from cli.render import console, out
+from cli.app.errors import friendly_errors
+from cli.app.output_paths import writable_dir
+from cli.render.tables import console, out
 from producer_core.distributed.limits import MASTER_FORMS
 from producer_core.errors import KbatchError, UsageError
 

@@ -6,7 +6,7 @@ the embedded broker, a fresh broker), and prints a line per probe as it ends, so
 search shows where it is. The answer per mode is `max_sustainable_msgs_per_s`: in the
 table, in the results JSON (`--json`, kind `capacity`, every probe a run), as a gate
 metric (`MODE.max_sustainable_msgs_per_s`), and as a chart (`--out DIR`: capacity.png).
-Its options; what it does is in cli.capacity_steps.
+Its options; what it does is in cli.steps.capacity.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Any
 
 import click
 
-from cli.bounded import FiniteFloat
-from cli.client_opts import client_options
-from cli.dashboard_opts import dashboard_option
-from cli.errors import friendly_errors
-from cli.lazy_group import guarded_import
-from cli.once import one_value
-from cli.options import lab_options
-from cli.output_mode import output_options
+from cli.app.errors import friendly_errors
+from cli.app.lazy_group import guarded_import
+from cli.app.once import one_value
+from cli.dashboard.options import dashboard_option
+from cli.options.bounded import FiniteFloat
+from cli.options.client import client_options
+from cli.options.common import lab_options
+from cli.options.output_mode import output_options
 from producer_core import bounds
 from producer_core.analysis.capacity import DEFAULT_MAX_LAG_MS
 
@@ -91,4 +91,4 @@ def capacity(**arguments: Any) -> None:
     kbatch capacity --modes partition,broker --slo 'p99<=100ms' --partitions 16
     """
     # the engine, brokers and results: imported to run, not for --help
-    guarded_import("cli.capacity_steps").capacity(**arguments)
+    guarded_import("cli.steps.capacity").capacity(**arguments)

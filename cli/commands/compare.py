@@ -1,4 +1,4 @@
-"""`kbatch compare-modes`: its options; what it does is in cli.run_steps."""
+"""`kbatch compare-modes`: its options; what it does is in cli.steps.run."""
 
 from __future__ import annotations
 
@@ -7,26 +7,26 @@ from typing import Any
 
 import click
 
-from cli.broker_cost_opts import broker_metrics_option
-from cli.client_build_opts import client_build_options
-from cli.client_opts import client_options
-from cli.closed_loop_opts import closed_loop_options
-from cli.consume_opts import consume_options
-from cli.dashboard_opts import dashboard_option
-from cli.errors import friendly_errors
-from cli.lazy_group import guarded_import
-from cli.options import (
+from cli.app.errors import friendly_errors
+from cli.app.lazy_group import guarded_import
+from cli.dashboard.options import dashboard_option
+from cli.options.broker_cost import broker_metrics_option
+from cli.options.client import client_options
+from cli.options.client_build import client_build_options
+from cli.options.closed_loop import closed_loop_options
+from cli.options.common import (
     lab_options,
     workload_options,
 )
-from cli.payload_opts import payload_options
-from cli.run_opts import (
+from cli.options.consume import consume_options
+from cli.options.payload import payload_options
+from cli.options.run import (
     delivery_options,
     output_options,
     results_dir_options,
     runner_options,
 )
-from cli.txn_opts import transaction_options
+from cli.options.txn import transaction_options
 
 
 @click.command("compare-modes")
@@ -78,4 +78,4 @@ def compare_modes(**arguments: Any) -> None:
     kbatch compare-modes --partitions 1000 --rate 20000 --duration 30 --linger-ms 500
     """
     # the engine, brokers and results: imported to run, not for --help
-    guarded_import("cli.run_steps").compare_modes(**arguments)
+    guarded_import("cli.steps.run").compare_modes(**arguments)

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
-from cli.errors import friendly_errors
-from cli.lazy_group import start_up_signals
-from cli.markdown import table_to_markdown
-from cli.output_paths import writable_file
-from cli.render import out
+from cli.app.errors import friendly_errors
+from cli.app.lazy_group import start_up_signals
+from cli.app.output_paths import writable_file
+from cli.render.markdown import table_to_markdown
+from cli.render.tables import out
 
 if TYPE_CHECKING:  # the gates' evaluator reads results (numpy, jsonschema): not for --help
     from producer_core.analysis.gate import Verdict

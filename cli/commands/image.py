@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cli.errors import friendly_errors
-from cli.render import console
+from cli.app.errors import friendly_errors
+from cli.render.tables import console
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
 
 

@@ -1,21 +1,21 @@
 """`kbatch lab`: the group; its subcommands (up, down, status, restart) are in
-cli.lab_commands, imported only when one runs or shows its help, so `kbatch lab --help`
-loads no client or broker module (cli/lazy_group.py)."""
+cli.lab.commands, imported only when one runs or shows its help, so `kbatch lab --help`
+loads no client or broker module (cli/app/lazy_group.py)."""
 
 from __future__ import annotations
 
 import click
 
-from cli.lazy_group import LazyCommands, LazyGroup
+from cli.app.lazy_group import LazyCommands, LazyGroup
 
 LAB_COMMANDS: dict[str, tuple[str, str]] = {
-    "up": ("cli.lab_commands:up",
+    "up": ("cli.lab.commands:up",
            "Start a lab in the foreground; print its bootstrap servers on stdout."),
-    "down": ("cli.lab_commands:down",
+    "down": ("cli.lab.commands:down",
              "Stop the lab that `kbatch lab up` runs (nothing to do if none runs)."),
-    "status": ("cli.lab_commands:status", "Print the running lab's bootstrap servers and "
+    "status": ("cli.lab.commands:status", "Print the running lab's bootstrap servers and "
                                           "each node's state (exit 1 if none runs)."),
-    "restart": ("cli.lab_commands:restart",
+    "restart": ("cli.lab.commands:restart",
                 "Start node NODE of the running lab again after it died (or was killed)."),
 }
 """name -> ("module:attribute" of the subcommand, its help's first paragraph)."""

@@ -23,19 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.client_opts import client_inputs, client_options, finish_settings
-from cli.errors import friendly_errors
-from cli.lazy_group import start_up_signals
-from cli.outcome import exit_code
-from cli.payload_opts import payload_from_flags, payload_options, with_payload
-from cli.perf_test_opts import (
+from cli.app.errors import friendly_errors
+from cli.app.lazy_group import start_up_signals
+from cli.app.stopping import StopOnSignal
+from cli.options.client import client_inputs, client_options, finish_settings
+from cli.options.payload import payload_from_flags, payload_options, with_payload
+from cli.options.perf_test import (
     PerfTestArgs,
     apply_perf_flags,
     metric_lines,
     perf_test_flag_options,
 )
-from cli.stopping import StopOnSignal
-from cli.txn_opts import transaction_options
+from cli.options.txn import transaction_options
+from cli.render.outcome import exit_code
 from producer_core.config import MODES, build_settings
 from producer_core.errors import UsageError
 from producer_core.results.perf_test_format import total_line, window_line
@@ -169,10 +169,10 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
     --throughput 2000 --producer-props acks=all linger.ms=5 bootstrap.servers=HOST:PORT
     """
     with start_up_signals():  # the run's modules (numpy, aiokafka): not for --help
-        from cli.render import console
-        from cli.run_pipeline import run_pipeline
-        from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
-        from cli.spark_opts import Runner
+        from cli.options.settings_checks import check_fits, check_setting_texts, other_mode_warnings
+        from cli.options.spark import Runner
+        from cli.render.tables import console
+        from cli.steps.pipeline import run_pipeline
         from producer_core.results.results_io import write_json
         from producer_core.results.run_facts import run_document
         from producer_core.workload.workload import Workload
@@ -195,7 +195,7 @@ def perf_test(topic: str, mode: str, partitions: int | None, overrides: tuple[st
                                "report_interval": None})
     check_setting_texts(kwargs["overrides"])
     if json_path is not None:  # written after the run: proven writable before it
-        from cli.output_paths import writable_file
+        from cli.app.output_paths import writable_file
 
         writable_file(json_path, "--json")
     client = client_inputs(command_config, kwargs["overrides"], kwargs["bootstrap_servers"],

@@ -1,4 +1,4 @@
-"""`kbatch produce`: its options; what it does is in cli.run_steps."""
+"""`kbatch produce`: its options; what it does is in cli.steps.run."""
 
 from __future__ import annotations
 
@@ -7,31 +7,31 @@ from typing import Any
 
 import click
 
-from cli.broker_cost_opts import broker_metrics_option
-from cli.client_build_opts import client_build_options
-from cli.client_opts import client_options
-from cli.closed_loop_opts import closed_loop_options
-from cli.consume_opts import consume_options
-from cli.dashboard_opts import dashboard_option
-from cli.errors import friendly_errors
-from cli.lazy_group import guarded_import
-from cli.mode_opts import ModeChoice
-from cli.options import (
+from cli.app.errors import friendly_errors
+from cli.app.lazy_group import guarded_import
+from cli.dashboard.options import dashboard_option
+from cli.options.broker_cost import broker_metrics_option
+from cli.options.client import client_options
+from cli.options.client_build import client_build_options
+from cli.options.closed_loop import closed_loop_options
+from cli.options.common import (
     lab_options,
     workload_options,
 )
-from cli.payload_opts import payload_options
-from cli.perf_test_opts import (
+from cli.options.consume import consume_options
+from cli.options.mode import ModeChoice
+from cli.options.payload import payload_options
+from cli.options.perf_test import (
     PerfTestArgs,
     perf_test_options,
 )
-from cli.run_opts import (
+from cli.options.run import (
     delivery_options,
     output_options,
     results_dir_options,
     runner_options,
 )
-from cli.txn_opts import transaction_options
+from cli.options.txn import transaction_options
 from producer_core.config import settings_help
 from producer_core.modes import mode_help
 
@@ -71,4 +71,4 @@ def produce(**arguments: Any) -> None:
     Example: kbatch produce --partitions 64 --rate 20000 --duration 10 -X linger.ms=50
     """
     # the engine, brokers and results: imported to run, not for --help
-    guarded_import("cli.run_steps").produce(**arguments)
+    guarded_import("cli.steps.run").produce(**arguments)

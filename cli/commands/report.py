@@ -1,5 +1,5 @@
 """`kbatch report`: saved results as the live tables, as Markdown, and as PNG charts. Its
-options; what it does is in cli.report_steps."""
+options; what it does is in cli.report.steps."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from cli.errors import friendly_errors
-from cli.lazy_group import guarded_import
+from cli.app.errors import friendly_errors
+from cli.app.lazy_group import guarded_import
 
 
 @click.command("report")
@@ -40,5 +40,5 @@ def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path |
     Example: kbatch report out/ && cat out/report/report.md >> "$GITHUB_STEP_SUMMARY"
     """
     # the results readers, tables and charts: imported to run, not for --help
-    guarded_import("cli.report_steps").report(inputs, out_dir, markdown_path, charts,
+    guarded_import("cli.report.steps").report(inputs, out_dir, markdown_path, charts,
                                               html_path)

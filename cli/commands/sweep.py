@@ -1,6 +1,6 @@
 """`kbatch sweep`: a grid of modes × windows (× rates × any -X axis), one results
 directory, the Pareto frontier, and the setting that meets a latency SLO with the fewest
-requests. Its options; what it does is in cli.sweep_steps (the logic in
+requests. Its options; what it does is in cli.steps.sweep (the logic in
 producer_core.analysis.sweep, pure, and producer_core.analysis.sweep_run)."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from typing import Any
 
 import click
 
-from cli.broker_cost_opts import broker_metrics_option
-from cli.closed_loop_opts import closed_loop_options
-from cli.consume_opts import consume_options
-from cli.dashboard_opts import dashboard_option
-from cli.errors import friendly_errors
-from cli.lazy_group import guarded_import
-from cli.once import one_value
-from cli.options import lab_options, workload_options
+from cli.app.errors import friendly_errors
+from cli.app.lazy_group import guarded_import
+from cli.app.once import one_value
+from cli.dashboard.options import dashboard_option
+from cli.options.broker_cost import broker_metrics_option
+from cli.options.closed_loop import closed_loop_options
+from cli.options.common import lab_options, workload_options
+from cli.options.consume import consume_options
 from producer_core.config import MODES
 from producer_core.distributed.limits import MASTER_FORMS, MAX_WORKERS
 
@@ -105,4 +105,4 @@ def sweep(**arguments: Any) -> None:
     --out sweep-out
     """
     # the engine, brokers, Spark planner and results: imported to run, not for --help
-    guarded_import("cli.sweep_steps").sweep(**arguments)
+    guarded_import("cli.steps.sweep").sweep(**arguments)

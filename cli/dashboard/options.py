@@ -1,5 +1,5 @@
 """`--dashboard [HOST:]PORT`, the option alone: the commands' `--help` reads it without
-importing the server (http.server, rich, the charts' state) in cli.dashboard, which
+importing the server (http.server, rich, the charts' state) in cli.dashboard.server, which
 re-exports it."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The live dashboard's page and the state it polls: the report's figures (cli/html_figures)
+"""The live dashboard's page and the state it polls: the report's figures (cli/report/html_figures)
 built from the live interval rows, and the runs' numbers as plain JSON.
 
-The page is cli/html_report.py's shell (style and plotly.js inlined) with a small script
+The page is cli/report/html_report.py's shell (style and plotly.js inlined) with a small script
 that polls `/state.json` every second and hands each figure to `Plotly.react`: the charts
 are Plotly's, not drawn by hand.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cli.dashboard_state import Snapshot
+from cli.dashboard.state import Snapshot
 
 POLL_MS = 1000
 
@@ -153,7 +153,7 @@ tick();
 
 
 def live_page(title: str) -> str:
-    from cli.html_report import page
+    from cli.report.html_report import page
 
     script = f"const POLL_MS = {POLL_MS};\n" + _SCRIPT
     return page(title, "live dashboard (updates every interval)", _STYLE + _BODY, script)
@@ -163,7 +163,7 @@ def live_figures(snapshot: Snapshot, max_lines: int) -> dict[str, Any]:
     """The report's figures for the runs so far, as Plotly JSON (key -> figure)."""
     import plotly.io as pio
 
-    from cli.html_figures import (
+    from cli.report.html_figures import (
         Line,
         bars_figure,
         frontier_figure,
@@ -209,7 +209,7 @@ def _sweep_document(snapshot: Snapshot) -> dict[str, Any] | None:
 def _eta(seconds: float | None) -> str:
     if seconds is None:
         return ""
-    from cli.results_tables import duration_text
+    from cli.render.results_tables import duration_text
 
     return duration_text(seconds)
 
@@ -217,7 +217,7 @@ def _eta(seconds: float | None) -> str:
 def state_document(snapshot: Snapshot, figures: dict[str, Any] | None,
                    max_lines: int) -> dict[str, Any]:
     """What `/state.json` answers."""
-    from cli.html_figures import mode_hex
+    from cli.report.html_figures import mode_hex
 
     with_rows = sum(1 for run in snapshot.runs if run.rows)
     note = ("Charts appear after the first interval." if not with_rows else

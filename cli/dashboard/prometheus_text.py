@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from cli.dashboard_state import LiveRun, Snapshot
+from cli.dashboard.state import LiveRun, Snapshot
 
 __all__ = ["CONTENT_TYPE", "prometheus_text"]
 

@@ -2,16 +2,16 @@
 
 A stdlib `ThreadingHTTPServer` in a daemon thread serves:
 
-- `/`            the live page: the HTML report's charts (cli/html_figures.py) redrawn with
+- `/`            the live page: the HTML report's charts (cli/report/html_figures.py) redrawn with
                  Plotly.react every interval, the runs' numbers (updated every second), a
                  sweep's progress and ETA, warnings as they happen and, at the end, the HTML
                  report. plotly.js is inlined: the page asks nothing of the internet.
 - `/state.json`  what the page polls (figures only when an interval has ended since).
-- `/metrics`     Prometheus text (cli/prometheus_text.py).
+- `/metrics`     Prometheus text (cli/dashboard/prometheus_text.py).
 - `/report.html` the finished run's HTML report.
 
-The run feeds `DashboardState` (cli/dashboard_state.py) from the stream the terminal
-already gets: the progress callback and `on_interval` of cli/output_mode.py's
+The run feeds `DashboardState` (cli/dashboard/state.py) from the stream the terminal
+already gets: the progress callback and `on_interval` of cli/options/output_mode.py's
 ProgressSink, so nothing in the engine knows about pages.
 
 Wiring a command (produce, compare-modes and sweep do this; `kbatch capacity` can too):
@@ -44,9 +44,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import click
 
-from cli.dashboard_opts import dashboard_option
-from cli.dashboard_state import DashboardState, LiveRun, Snapshot
-from cli.render import console
+from cli.dashboard.options import dashboard_option
+from cli.dashboard.state import DashboardState, LiveRun, Snapshot
+from cli.render.tables import console
 from producer_core.errors import UsageError
 
 __all__ = ["Dashboard", "dashboard_option", "dashboard_progress", "dashboard_run",
@@ -112,7 +112,7 @@ class Dashboard:
     # ------------------------------------------------------------------ answers
     def page(self) -> str:
         if self._page is None:
-            from cli.dashboard_page import live_page
+            from cli.dashboard.page import live_page
 
             self._page = live_page(self.state.title)
         return self._page
@@ -127,7 +127,7 @@ class Dashboard:
             if version == snapshot.figures_version or (
                     now < self._next_build and not snapshot.finished and version >= 0):
                 return version, cached
-            from cli.dashboard_page import live_figures
+            from cli.dashboard.page import live_figures
 
             figures = live_figures(snapshot, MAX_LINES)
             took = time.monotonic() - now
@@ -137,7 +137,7 @@ class Dashboard:
 
     def state_json(self, figures_since: int) -> bytes:
         self.last_poll = time.monotonic()
-        from cli.dashboard_page import state_document
+        from cli.dashboard.page import state_document
 
         snapshot = self.state.snapshot()
         version, figures = self.figures(snapshot)
@@ -147,7 +147,7 @@ class Dashboard:
         return json.dumps(document).encode()
 
     def metrics(self) -> bytes:
-        from cli.prometheus_text import prometheus_text
+        from cli.dashboard.prometheus_text import prometheus_text
 
         return prometheus_text(self.state.snapshot()).encode()
 
@@ -167,7 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                  else -1)
                 self._send(200, "application/json", body)
             elif parts.path == "/metrics":
-                from cli.prometheus_text import CONTENT_TYPE
+                from cli.dashboard.prometheus_text import CONTENT_TYPE
 
                 self._send(200, CONTENT_TYPE, self.dashboard.metrics())
             elif parts.path == "/report.html" and self.dashboard.state.snapshot().report:
@@ -317,7 +317,7 @@ def finish_dashboard(documents: dict[str, Any] | list[Any] | Path, out_dir: Path
     dashboard = _current
     if dashboard is None:
         return None
-    from cli.report_steps import write_html_report
+    from cli.report.steps import write_html_report
     from producer_core.results.results_io import RESULTS_FILE, LoadedResults, load_results
 
     if isinstance(documents, Path):

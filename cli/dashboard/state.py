@@ -1,7 +1,7 @@
 """What the live dashboard knows about a command that is running: its runs (interval rows
 and the latest progress snapshot), a sweep's progress, warnings and, at the end, the HTML
 report. Written by the run (engine callbacks, CLI hooks), read by the dashboard's HTTP
-threads (cli/dashboard.py).
+threads (cli/dashboard/server.py).
 
 The writers are the run's own thread and event loop, so every write is O(1) under a lock
 held for an append: the run never waits on a page being drawn. Readers take a snapshot

@@ -1,5 +1,5 @@
 """`kbatch lab up|down|status|restart`: a multi-broker Kafka lab on this machine. The
-subcommands; the group, which lists them without importing this module, is cli.lab_cmd."""
+subcommands; the group, which lists them without importing this module, is cli.commands.lab."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.bounded import FiniteFloat
-from cli.errors import friendly_errors
-from cli.lab_serve import KafkaNodes, TansuNodes, node_documents, serve
-from cli.options import broker_options
-from cli.render import console
+from cli.app.errors import friendly_errors
+from cli.lab.serve import KafkaNodes, TansuNodes, node_documents, serve
+from cli.options.bounded import FiniteFloat
+from cli.options.common import broker_options
+from cli.render.tables import console
 from producer_core import bounds
 from producer_core.brokers import validate_broker_choice
 from producer_core.brokers.kafka_security import LAB_LISTENER, LAB_PROTOCOLS, SecuredLab
@@ -103,7 +103,7 @@ def up(brokers: int, rtt_ms: float, jitter_ms: float, base_port: int | None, bro
             _run_kafka_lab(brokers, rtt_ms, jitter_ms, kafka_home, security)
             return
         if broker == "docker":
-            from cli.lab_docker import serve_docker_lab
+            from cli.lab.docker import serve_docker_lab
 
             serve_docker_lab(brokers, rtt_ms, jitter_ms, kafka_image, base_port)
             return

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from cli.render import console
+from cli.render.tables import console
 from producer_core.brokers.lab.state import identity, write_state
 from producer_core.errors import BrokerError, UsageError
 

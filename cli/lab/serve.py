@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cli.render import console
+from cli.render.tables import console
 from producer_core.brokers.lab.state import (
     RestartRequest,
     start_time,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.bounded import BoundedInt, FiniteFloat
+from cli.options.bounded import BoundedInt, FiniteFloat
 from producer_core import bounds
 from producer_core.brokers import BROKERS
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
@@ -111,7 +111,7 @@ def workload_from_file(path: Path, flags: dict[str, Any]) -> Workload:
     overrides = {field: flags[flag] for flag, field in RUN_WIDE_FLAGS.items()
                  if option_given(flag)}
     workload = replace(workload, **overrides) if overrides else workload
-    from cli.render import console
+    from cli.render.tables import console
 
     for note in check_sends_something(workload, str(path)):
         console.print(f"[yellow]Warning:[/yellow] {note}", highlight=False)

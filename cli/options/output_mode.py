@@ -2,7 +2,7 @@
 
 - `--json -` writes the results JSON to stdout; every human line (tables, notices,
   warnings) then goes to stderr, so `kbatch produce --json - | jq` works.
-- `--quiet` prints nothing but errors (which `cli.errors` writes with click to stderr).
+- `--quiet` prints nothing but errors (which `cli.app.errors` writes with click to stderr).
 - Every `--report-interval` seconds a run reports the interval that ended (messages/s,
   MB/s, requests/s, msgs/req, p50/p99, failures): printed above the live view on a terminal
   (so they stay in the scrollback), as plain lines otherwise (CI logs), so a slow second
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.text import Text
 
-from cli.consume_render import interval_suffix
-from cli.container_facts import align_faults, fault_note
-from cli.render import console, out
-from cli.run_opts import OUTPUT_FLAGS, output_options  # noqa: F401 - re-exported
+from cli.options.run import OUTPUT_FLAGS, output_options  # noqa: F401 - re-exported
+from cli.render.consume import interval_suffix
+from cli.render.container_facts import align_faults, fault_note
+from cli.render.tables import console, out
 from producer_core.results.metric_catalog import DEFAULT_INTERVAL_S
 
 if TYPE_CHECKING:  # not imported for `--help`: the engine brings numpy and aiokafka
@@ -116,7 +116,7 @@ class ProgressSink:
         self.report_interval_s = output.report_interval_s or DEFAULT_INTERVAL_S
         self.report_interval_explicit = output.interval_explicit
         self.print_intervals = bool(output.report_interval_s) and not output.quiet
-        from cli.dashboard import dashboard_run
+        from cli.dashboard.server import dashboard_run
 
         self.dashboard = dashboard_run(label)  # the live page's feed (--dashboard)
         if not self.print_intervals and self.dashboard is None:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.bounded import FiniteFloat
-from cli.options import option_given
+from cli.options.bounded import FiniteFloat
+from cli.options.common import option_given
 from producer_core.errors import UsageError
 
 if TYPE_CHECKING:  # the payload's module needs numpy: only to run, not for --help

@@ -24,8 +24,8 @@ from typing import Any
 
 import click
 
-from cli.bounded import BoundedInt
-from cli.errors import friendly_errors
+from cli.app.errors import friendly_errors
+from cli.options.bounded import BoundedInt
 from producer_core import bounds
 from producer_core.errors import UsageError
 from producer_core.properties import load_properties

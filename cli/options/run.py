@@ -1,7 +1,7 @@
 """Option declarations that `produce` and `compare-modes` share, light to import.
 
 Declarations only (no rich, engine or Spark planner): the commands' `--help` reads them.
-What the flags do is in cli.output_mode, cli.spark_opts and cli.run_steps.
+What the flags do is in cli.options.output_mode, cli.options.spark and cli.steps.run.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cli.bounded import FiniteFloat
+from cli.options.bounded import FiniteFloat
 from producer_core.bounds import MAX_DURATION_S, MAX_START_LEAD_S
 from producer_core.distributed.limits import DEFAULT_START_LEAD_S, MASTER_FORMS, MAX_WORKERS
 from producer_core.results.metric_catalog import DEFAULT_INTERVAL_S

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from cli.output_mode import live_progress
-from cli.render import console
-from cli.run_opts import RUNNER_FLAGS
+from cli.options.output_mode import live_progress
+from cli.options.run import RUNNER_FLAGS
+from cli.render.tables import console
 from producer_core.distributed.limits import DEFAULT_START_LEAD_S
 from producer_core.errors import UsageError
 

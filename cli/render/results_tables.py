@@ -12,7 +12,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from cli.render import comparison_table, out, summary_table, topics_table
+from cli.render.tables import comparison_table, out, summary_table, topics_table
 from producer_core.results.metric_catalog import SUMMARY_METRICS
 from producer_core.results.results_io import RESULTS_FILE, LoadedResults, run_group
 

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cli.broker_cost_render import broker_cost_rows
+from cli.render.broker_cost import broker_cost_rows
 from producer_core.modes import COLLECTOR_MODES
 from producer_core.results.metric_catalog import summary_metric
 

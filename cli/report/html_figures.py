@@ -8,7 +8,7 @@ cost) are drawn without a change here, and a series no run carries is not drawn.
 named like `<what>_p99_ms` share one latency panel per `<what>`. Titles and units come
 from the metric catalog where it declares the key, else from the key's own suffix.
 
-Colours are the PNG charts' (cli/charts.py `mode_color`): one per mode, repeats dashed.
+Colours are the PNG charts' (cli/charts/charts.py `mode_color`): one per mode, repeats dashed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import plotly.graph_objects as go
 from matplotlib.colors import to_hex
 
-from cli.charts import mode_color, percentile_curve
+from cli.charts.charts import mode_color, percentile_curve
 from producer_core.modes import base_mode
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.intervals import ROW_COUNTERS

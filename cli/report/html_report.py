@@ -1,9 +1,9 @@
 """`kbatch report --html`: saved results as ONE self-contained HTML page.
 
 Pure: loaded results in, the page as a string out. Every script and style is inlined
-(plotly.js once, the charts as Plotly figures from cli/html_figures.py), so the file opens
+(plotly.js once, the charts as Plotly figures from cli/report/html_figures.py), so the file opens
 offline, can be mailed or kept as a CI artifact, and asks the network for nothing.
-The tables are the ones the terminal and report.md show (cli/results_tables.py), as HTML.
+The tables are the ones the terminal and report.md show (cli/render/results_tables.py), as HTML.
 """
 
 from __future__ import annotations
@@ -16,16 +16,8 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 from rich.table import Table
 
-from cli.html_figures import (
-    Line,
-    bars_figure,
-    frontier_figure,
-    mode_hex,
-    over_time_figures,
-    percentile_figure,
-)
-from cli.markdown import plain_text
-from cli.results_tables import (
+from cli.render.markdown import plain_text
+from cli.render.results_tables import (
     fact_lines,
     latency_table,
     live_table,
@@ -34,6 +26,14 @@ from cli.results_tables import (
     results_name,
     run_label,
     run_topic_tables,
+)
+from cli.report.html_figures import (
+    Line,
+    bars_figure,
+    frontier_figure,
+    mode_hex,
+    over_time_figures,
+    percentile_figure,
 )
 from producer_core.results.results_io import LoadedResults, run_group
 

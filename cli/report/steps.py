@@ -1,7 +1,7 @@
-"""What `kbatch report` does once its options are parsed (its options: cli.report_cmd):
+"""What `kbatch report` does once its options are parsed (its options: cli.commands.report):
 the saved results as the live tables, as Markdown, and as PNG charts. Imported by the
 command's body, not by its declaration: the results readers (numpy, the histograms, the
-schema) are not for --help (cli/lazy_group.py)."""
+schema) are not for --help (cli/app/lazy_group.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from cli.markdown import table_to_markdown
-from cli.output_paths import writable_dir, writable_file
-from cli.render import console, out
-from cli.results_tables import (
+from cli.app.output_paths import writable_dir, writable_file
+from cli.render.markdown import table_to_markdown
+from cli.render.results_tables import (
     fact_lines,
     latency_table,
     live_table,
@@ -26,6 +25,7 @@ from cli.results_tables import (
     run_label,
     run_topic_tables,
 )
+from cli.render.tables import console, out
 from producer_core.modes import keeps_request_log
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metrics import E2E_HISTOGRAM_KEY
@@ -40,12 +40,12 @@ from producer_core.results.results_io import (
 def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Path]:
     """latency.png, requests.png, over_time.png (from the runs' intervals) and, for runs
     without intervals (older results), requests_per_second.png from their request logs."""
-    from cli.charts import latency_chart, over_time_chart, requests_chart, rps_chart
+    from cli.charts.charts import latency_chart, over_time_chart, requests_chart, rps_chart
 
     charts: dict[str, Path] = {}
     searches = [item for item in loaded if item.document.get("kind") == "capacity"]
     if searches:  # a capacity search's chart is its probes (capacity.png); no per-mode medians
-        from cli.capacity_chart import capacity_chart
+        from cli.charts.capacity import capacity_chart
 
         for index, item in enumerate(searches):
             name = "capacity" if index == 0 else f"capacity_{index + 1}"
@@ -55,7 +55,7 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
             return charts
     labels = mode_labels(loaded)
     modes = [mode for _, mode, _ in labels]
-    from cli.sweep_chart import sweep_charts  # a sweep's frontier.png comes first
+    from cli.charts.sweep import sweep_charts  # a sweep's frontier.png comes first
 
     charts.update(sweep_charts(loaded, out_dir))
     histograms: dict[str, LatencyHistogram] = {
@@ -64,7 +64,7 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
     with_e2e = {label: (mode, histograms[label], e2e) for item, mode, label in labels
                 if (e2e := _e2e_histogram(item, mode)) is not None}
     if with_e2e:
-        from cli.charts import ack_vs_e2e_chart
+        from cli.charts.charts import ack_vs_e2e_chart
 
         charts["ack_vs_e2e"] = ack_vs_e2e_chart(with_e2e, out_dir / "ack_vs_e2e.png")
     charts["requests"] = requests_chart(
@@ -98,7 +98,7 @@ def write_charts(loaded: Sequence[LoadedResults], out_dir: Path) -> dict[str, Pa
     if series:
         charts["requests_per_second"] = rps_chart(series, out_dir / "requests_per_second.png",
                                                   modes=series_modes)
-    from cli.broker_cost_chart import broker_cost_chart
+    from cli.charts.broker_cost import broker_cost_chart
 
     cost = broker_cost_chart(
         [(f"{results_name(item)}: {run_label(item, run)}" if len(loaded) > 1
@@ -149,7 +149,7 @@ def markdown_report(loaded: Sequence[LoadedResults], charts: dict[str, Path],
         warnings = [(run["mode"], w) for run in item.runs for w in run.get("warnings", [])]
         if warnings:
             lines += ["**Warnings**", ""] + [f"- {mode}: {w}" for mode, w in warnings] + [""]
-        from cli.sweep_chart import sweep_markdown
+        from cli.charts.sweep import sweep_markdown
 
         lines += sweep_markdown(item.document)
     if charts:
@@ -174,8 +174,8 @@ def _print_tables(loaded: Sequence[LoadedResults]) -> None:
 
 
 def write_html_report(loaded: Sequence[LoadedResults], path: Path) -> Path:
-    """The self-contained HTML report (cli/html_report.py), written atomically."""
-    from cli.html_report import build_report
+    """The self-contained HTML report (cli/report/html_report.py), written atomically."""
+    from cli.report.html_report import build_report
 
     if str(path) == "-":
         sys.stdout.write(build_report(loaded))
@@ -189,7 +189,7 @@ def write_html_report(loaded: Sequence[LoadedResults], path: Path) -> Path:
 
 def report(inputs: tuple[Path, ...], out_dir: Path | None, markdown_path: Path | None,
            charts: bool, html_path: Path | None = None) -> None:
-    """The body of `kbatch report` (its options: cli.report_cmd)."""
+    """The body of `kbatch report` (its options: cli.commands.report)."""
     loaded = [load_results(path) for path in inputs]
     if html_path is not None:
         writable_file(html_path, "--html")

@@ -1,7 +1,7 @@
-"""What `kbatch capacity` does once its options are parsed (its options: cli.capacity_cmd).
+"""What `kbatch capacity` does once its options are parsed (its options: cli.commands.capacity).
 
 Imported by the command's body, not by its declaration: the engine, the brokers and the
-results writers are not for --help (cli/lazy_group.py)."""
+results writers are not for --help (cli/app/lazy_group.py)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cli.client_opts import client_inputs, finish_settings
-from cli.dashboard import dashboard_progress, finish_dashboard, open_dashboard
-from cli.options import lab_shape
-from cli.output_mode import apply, output_from_flags
-from cli.output_paths import writable_dir, writable_file
-from cli.render import console, out
-from cli.results_tables import METRIC, capacity_table
-from cli.run_pipeline import install_clients, run_pipeline
-from cli.settings_checks import check_fits, check_setting_texts
-from cli.spark_opts import Runner
-from cli.stopping import StopOnSignal
+from cli.app.output_paths import writable_dir, writable_file
+from cli.app.stopping import StopOnSignal
+from cli.dashboard.server import dashboard_progress, finish_dashboard, open_dashboard
+from cli.options.client import client_inputs, finish_settings
+from cli.options.common import lab_shape
+from cli.options.output_mode import apply, output_from_flags
+from cli.options.settings_checks import check_fits, check_setting_texts
+from cli.options.spark import Runner
+from cli.render.results_tables import METRIC, capacity_table
+from cli.render.tables import console, out
+from cli.steps.pipeline import install_clients, run_pipeline
 from producer_core.analysis.capacity import (
     Capacity,
     Criteria,
@@ -97,7 +97,7 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
              command_config: Path | None, replication_factor: int | None,
              topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
              progress: bool, **flags: Any) -> None:
-    """The body of `kbatch capacity` (its options: cli.capacity_cmd)."""
+    """The body of `kbatch capacity` (its options: cli.commands.capacity)."""
     dashboard_spec = flags.pop("dashboard")
     output = output_from_flags(flags, json_path)
     check_outputs(json_path, out_dir)
@@ -196,7 +196,7 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
         write_json(json_path, document)
         console.print(f"Results written to {json_path}.")
     if out_dir is not None:
-        from cli.capacity_chart import capacity_chart
+        from cli.charts.capacity import capacity_chart
 
         out_dir.mkdir(parents=True, exist_ok=True)
         write_json(out_dir / "capacity.json", document)

@@ -14,11 +14,11 @@ from typing import Any
 
 from rich.markup import escape
 
-from cli.consume_opts import consuming
-from cli.container_facts import aim_faults
-from cli.render import console
-from cli.spark_opts import Runner
-from cli.stopping import StopOnSignal, accepts_stop
+from cli.app.stopping import StopOnSignal, accepts_stop
+from cli.options.consume import consuming
+from cli.options.spark import Runner
+from cli.render.container_facts import aim_faults
+from cli.render.tables import console
 from producer_core.brokers import BrokerTarget
 from producer_core.measure.per_run import run_targets
 from producer_core.measure.verify_read import VerifyingRun

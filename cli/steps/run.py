@@ -1,8 +1,8 @@
 """What `kbatch produce` and `kbatch compare-modes` do once their options are parsed.
 
-Imported by the commands' bodies, not by their declarations (cli/produce_cmd.py,
-cli/compare_cmd.py): this is where the engine, the brokers, rich's tables and the results
-writers come in, which `--help` does not need (cli/lazy_group.py).
+Imported by the commands' bodies, not by their declarations (cli/commands/produce.py,
+cli/commands/compare.py): this is where the engine, the brokers, rich's tables and the results
+writers come in, which `--help` does not need (cli/app/lazy_group.py).
 """
 
 from __future__ import annotations
@@ -13,27 +13,30 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cli.broker_cost_opts import broker_endpoints
-from cli.broker_cost_render import broker_cost_notes
-from cli.client_build_opts import apply_client_builds, built_mode_configs
-from cli.client_opts import client_inputs, finish_settings
-from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
-from cli.consume_opts import check_consume
-from cli.consume_render import consumers_tables
-from cli.dashboard import dashboard_warn, finish_dashboard, open_dashboard
-from cli.options import (
+from cli.app.output_paths import check_run_outputs, clear_results_dir
+from cli.app.stopping import StopOnSignal
+from cli.dashboard.server import dashboard_warn, finish_dashboard, open_dashboard
+from cli.options.broker_cost import broker_endpoints
+from cli.options.client import client_inputs, finish_settings
+from cli.options.client_build import apply_client_builds, built_mode_configs
+from cli.options.closed_loop import closed_loop_from_flags, with_closed_loop
+from cli.options.common import (
     lab_shape,
     workload_from_flags,
 )
-from cli.outcome import exit_code
-from cli.output_mode import emit_json, output_from_flags
-from cli.output_paths import check_run_outputs, clear_results_dir
-from cli.payload_opts import payload_from_flags, with_payload
-from cli.perf_test_opts import (
+from cli.options.consume import check_consume
+from cli.options.output_mode import emit_json, output_from_flags
+from cli.options.payload import payload_from_flags, with_payload
+from cli.options.perf_test import (
     metric_lines,
     print_metrics_requested,
 )
-from cli.render import (
+from cli.options.settings_checks import check_fits, check_setting_texts, other_mode_warnings
+from cli.options.spark import Runner, runner_from_flags
+from cli.render.broker_cost import broker_cost_notes
+from cli.render.consume import consumers_tables
+from cli.render.outcome import exit_code
+from cli.render.tables import (
     comparison_table,
     console,
     describe_topics,
@@ -43,10 +46,7 @@ from cli.render import (
     topics_table,
     verify_table,
 )
-from cli.run_pipeline import install_clients, run_pipeline
-from cli.settings_checks import check_fits, check_setting_texts, other_mode_warnings
-from cli.spark_opts import Runner, runner_from_flags
-from cli.stopping import StopOnSignal
+from cli.steps.pipeline import install_clients, run_pipeline
 from producer_core.analysis.compare import (
     comparison_document,
     parse_mode_configs,
@@ -116,7 +116,7 @@ def produce(mode: str, overrides: tuple[str, ...], bootstrap_servers: str | None
             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
             progress: bool, overwrite: bool, verify: bool, allow_failures: bool,
             consume: Any = None, **workload_flags: Any) -> None:
-    """The body of `kbatch produce` (its options: cli.produce_cmd)."""
+    """The body of `kbatch produce` (its options: cli.commands.produce)."""
     mode = apply_client_builds(workload_flags.pop("client_builds", ()), [mode], _notice)[0]
     dashboard_spec = workload_flags.pop("dashboard")
     output_from_flags(workload_flags, json_path)
@@ -185,7 +185,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
                   out_dir: Path | None, progress: bool, overwrite: bool,
                   verify: bool, allow_failures: bool, consume: Any = None,
                   **workload_flags: Any) -> None:
-    """The body of `kbatch compare-modes` (its options: cli.compare_cmd)."""
+    """The body of `kbatch compare-modes` (its options: cli.commands.compare)."""
     dashboard_spec = workload_flags.pop("dashboard")
     output_from_flags(workload_flags, json_path)
     shape = lab_shape(workload_flags)

@@ -1,8 +1,8 @@
-"""What `kbatch sweep` does once its options are parsed (its options: cli.sweep_cmd).
+"""What `kbatch sweep` does once its options are parsed (its options: cli.commands.sweep).
 
 Imported by the command's body, not by its declaration: the engine, the brokers, the
 Spark planner, rich's progress bar and the results writers come in here, which `--help`
-does not need (cli/lazy_group.py). The runs go through cli.run_pipeline, as produce's and
+does not need (cli/app/lazy_group.py). The runs go through cli.steps.pipeline, as produce's and
 compare-modes' do. A signal stops the cell in progress and ends the sweep: the cells that
 finished are on disk, and `--resume` runs the rest (the one cut short among them).
 """
@@ -19,17 +19,17 @@ import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.broker_cost_opts import broker_endpoints
-from cli.closed_loop_opts import closed_loop_from_flags, with_closed_loop
-from cli.dashboard import finish_dashboard, open_dashboard, sweep_hooks
-from cli.errors import EXIT_RUNTIME
-from cli.options import lab_shape, workload_from_flags
-from cli.output_paths import writable_dir
-from cli.render import console, out
-from cli.results_tables import duration_text, sweep_table
-from cli.run_pipeline import install_clients, run_pipeline
-from cli.spark_opts import Runner, checked_spark_target
-from cli.stopping import StopOnSignal
+from cli.app.errors import EXIT_RUNTIME
+from cli.app.output_paths import writable_dir
+from cli.app.stopping import StopOnSignal
+from cli.dashboard.server import finish_dashboard, open_dashboard, sweep_hooks
+from cli.options.broker_cost import broker_endpoints
+from cli.options.closed_loop import closed_loop_from_flags, with_closed_loop
+from cli.options.common import lab_shape, workload_from_flags
+from cli.options.spark import Runner, checked_spark_target
+from cli.render.results_tables import duration_text, sweep_table
+from cli.render.tables import console, out
+from cli.steps.pipeline import install_clients, run_pipeline
 from producer_core.analysis.compare import parse_modes
 from producer_core.analysis.sweep import (
     check_cells,
@@ -120,7 +120,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
           runner: str, workers: int | None, spark_master: str | None,
           spark_conf: tuple[str, ...], out_dir: Path, resume: bool, chart: bool,
           progress: bool, consume: Any = None, **workload_flags: Any) -> None:
-    """The body of `kbatch sweep` (its options: cli.sweep_cmd)."""
+    """The body of `kbatch sweep` (its options: cli.commands.sweep)."""
     dashboard_spec = workload_flags.pop("dashboard")
     shape = lab_shape(workload_flags)
     endpoints = broker_endpoints(workload_flags, bootstrap_servers)
@@ -207,7 +207,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     if recommendation:
         out.print(f"Recommendation for {slo_text}: {recommendation['text']}", highlight=False)
     if chart and document["modes"]:
-        from cli.sweep_chart import frontier_chart
+        from cli.charts.sweep import frontier_chart
 
         console.print(f"Chart written to {frontier_chart(document, out_dir / 'frontier.png')}.")
     console.print(f"Results written to {out_dir / 'results.json'}.")

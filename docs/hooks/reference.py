@@ -206,11 +206,11 @@ def cli_reference() -> str:
     return "\n".join(out)
 
 
-# --- exit codes (cli/errors.py, cli/outcome.py) ----------------------------------------------
+# --- exit codes (cli/app/errors.py, cli/render/outcome.py) ----------------------------------------
 
 def exit_code_table() -> str:
-    from cli.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
-    from cli.outcome import EXIT_OK, EXIT_UNDELIVERED, EXIT_VERIFY
+    from cli.app.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
+    from cli.render.outcome import EXIT_OK, EXIT_UNDELIVERED, EXIT_VERIFY
 
     rows = [
         (EXIT_OK, "EXIT_OK", "success (`kbatch gate`: every rule holds)"),

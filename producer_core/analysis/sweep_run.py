@@ -147,7 +147,7 @@ class SweepRunner:
     out_dir: Path
     bootstrap: str
     run_one: Callable[..., Any]
-    """The engine's run on the sweep's broker; a `RunRecorder` (cli.run_pipeline's) is
+    """The engine's run on the sweep's broker; a `RunRecorder` (cli.steps.pipeline's) is
     used as it is, any other callable is recorded here (each Results stamped)."""
     broker: str = ""
     embedded: bool = True

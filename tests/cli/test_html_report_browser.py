@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.report_cmd import report
+from cli.commands.report import report
 from producer_core.results.results_io import write_results_dir
 from tests.browser import (
     charts_drawn,

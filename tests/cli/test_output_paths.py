@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.output_paths import check_results_dir, clear_results_dir, writable_file
+from cli.app.output_paths import check_results_dir, clear_results_dir, writable_file
 from producer_core.errors import UsageError
 from producer_core.results.results_io import RunRecorder, add_facts, load_results, write_results_dir
 from producer_core.results.run_facts import run_document

@@ -3,7 +3,7 @@
 A behavioural guard, not a timing test (timings on a shared machine are noise): numpy,
 aiokafka, pyarrow, matplotlib, pyspark, confluent_kafka and the results' readers cost tens
 to hundreds of milliseconds each to import, and a help text needs none of them
-(cli/lazy_group.py, docs/findings/startup.md). Checked in a fresh interpreter, as a
+(cli/app/lazy_group.py, docs/findings/startup.md). Checked in a fresh interpreter, as a
 user's shell starts one.
 """
 
@@ -17,7 +17,7 @@ import sys
 import click
 import pytest
 
-from cli.lab_cmd import LAB_COMMANDS, lab
+from cli.commands.lab import LAB_COMMANDS, lab
 from cli.main import COMMANDS, cli
 
 HEAVY = ("numpy", "aiokafka", "pyarrow", "matplotlib", "plotly", "pyspark", "confluent_kafka",
@@ -26,7 +26,7 @@ HEAVY = ("numpy", "aiokafka", "pyarrow", "matplotlib", "plotly", "pyspark", "con
 LIGHT_HELP = list(COMMANDS)
 """Every command's `--help` is checked: a command added to cli.main's COMMANDS whose help
 imports a heavy library fails here. A command declares its options in its `*_cmd` module
-and imports what runs it in its body (cli.run_steps, cli.sweep_steps, ...)."""
+and imports what runs it in its body (cli.steps.run, cli.steps.sweep, ...)."""
 
 
 def loaded_after(code: str) -> dict[str, bool]:

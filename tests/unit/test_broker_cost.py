@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.broker_cost_render import broker_cost_rows
+from cli.render.broker_cost import broker_cost_rows
 from producer_core.analysis.compare import summarise
 from producer_core.errors import UsageError
 from producer_core.measure.broker_cost import (
@@ -246,7 +246,7 @@ def test_round_trips_of_the_warm_up_do_not_make_a_broker_bottleneck():
 
 
 def test_report_chart_of_broker_cpu_per_mode_and_node(tmp_path):
-    from cli.broker_cost_chart import broker_cost_chart
+    from cli.charts.broker_cost import broker_cost_chart
 
     runs = [("partition", "partition", _section()), ("broker", "broker", _section())]
     path = broker_cost_chart(runs, tmp_path / "broker_cost.png")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.client_opts import client_inputs, finish_settings
+from cli.options.client import client_inputs, finish_settings
 from producer_core.config import build_settings
 from producer_core.errors import ConfigError, UsageError
 

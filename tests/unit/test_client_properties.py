@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.client_opts import client_inputs
+from cli.options.client import client_inputs
 from producer_core.brokers.kafka_security import make_tls_files
 from producer_core.client_properties import (
     JAVA_CONSUMER,

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from cli.consume_opts import consume_from_flags
+from cli.options.consume import consume_from_flags
 from producer_core.analysis.compare import summarise, summary_rows
 from producer_core.analysis.gate import MetricError, MetricSource
 from producer_core.analysis.sweep import parse_slo, run_figures
@@ -266,7 +266,7 @@ def test_live_interval_rows_get_the_consumers_counts():
 
 
 def test_interval_line_shows_consumers_lag_in_messages_and_seconds():
-    from cli.consume_render import interval_suffix
+    from cli.render.consume import interval_suffix
 
     assert interval_suffix({"msgs_per_s": 100.0}) == ""
     live = interval_suffix({"consumed": 90, "lag_messages": 50, "msgs_per_s": 100.0})

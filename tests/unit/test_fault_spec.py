@@ -154,7 +154,7 @@ def test_a_fault_whose_time_never_came_says_so():
 
 
 def test_interval_lines_name_the_faults_active_in_their_own_interval(monkeypatch):
-    from cli.container_facts import fault_note
+    from cli.render.container_facts import fault_note
     from producer_core.brokers.faults import runner as runner_module
 
     clock = Clock()

@@ -209,7 +209,7 @@ def test_a_null_metric_is_missing_not_zero():
 def test_a_capacity_search_without_an_answer_gates_as_missing():
     """`kbatch capacity` stamped a search without a sustained rate as 0.0 into every probe
     run, so `MODE.max_sustainable_msgs_per_s <= X` passed (issue 49); it stamps null."""
-    from cli.capacity_steps import capacity_document
+    from cli.steps.capacity import capacity_document
     from producer_core.analysis.capacity import Capacity, Criteria, SearchPlan
     from producer_core.analysis.gate import MetricSource, evaluate, exit_code, parse_gates
     from producer_core.results.run_facts import RunFacts

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cli.charts import mode_color
-from cli.dashboard import parse_address
-from cli.dashboard_state import DashboardState
-from cli.html_figures import (
+from cli.charts.charts import mode_color
+from cli.dashboard.prometheus_text import prometheus_text
+from cli.dashboard.server import parse_address
+from cli.dashboard.state import DashboardState
+from cli.report.html_figures import (
     Line,
     frontier_figure,
     mode_hex,
@@ -23,8 +24,7 @@ from cli.html_figures import (
     over_time_panels,
     percentile_figure,
 )
-from cli.html_report import build_report
-from cli.prometheus_text import prometheus_text
+from cli.report.html_report import build_report
 from producer_core.drivers.run_types import Progress
 from producer_core.errors import UsageError
 from producer_core.results.histogram import LatencyHistogram
@@ -221,7 +221,7 @@ def test_bad_dashboard_addresses_are_usage_errors(text) -> None:
 
 
 def test_a_port_in_use_is_a_clear_usage_error() -> None:
-    from cli.dashboard import open_dashboard
+    from cli.dashboard.server import open_dashboard
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -236,7 +236,7 @@ def test_a_sweep_feeds_the_dashboard_its_progress_cells_and_failures(tmp_path) -
     run with its intervals, a failed cell a warning, the state and /metrics served."""
     import urllib.request
 
-    from cli.dashboard import open_dashboard, sweep_hooks
+    from cli.dashboard.server import open_dashboard, sweep_hooks
     from tests.unit.test_sweep import fake_runner
 
     dashboard = open_dashboard("127.0.0.1:0", "kbatch sweep test")

@@ -24,7 +24,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "producer_core.input_files", "producer_core.client_properties",
                 "producer_core.properties",
                 "producer_core.security", "producer_core.tls_material",
-                "producer_core.topic_creation", "producer_core.loop_thread")),
+                "producer_core.topic_creation", "producer_core.loop_thread",
+                "producer_core.downloads", "producer_core.topic_setting_keys")),
     ("workload", ("producer_core.workload",)),
     ("results", ("producer_core.results",)),
     ("core", ("producer_core.core",)),
@@ -36,8 +37,28 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("drivers", ("producer_core.drivers",)),
     ("analysis", ("producer_core.analysis",)),
     ("distributed", ("producer_core.distributed",)),
-    ("cli", ("cli",)),
+    # the command line's sub-layers: the app's base, what renders, what it draws, the
+    # report and the dashboard built on those, the options, the lab, the steps that run a
+    # command, the commands (which parse and hand over) and the entry point
+    ("cli.app", ("cli", "cli.app")),
+    ("cli.render", ("cli.render",)),
+    ("cli.charts", ("cli.charts",)),
+    ("cli.report", ("cli.report",)),
+    ("cli.dashboard", ("cli.dashboard",)),
+    ("cli.options", ("cli.options",)),
+    ("cli.lab", ("cli.lab",)),
+    ("cli.steps", ("cli.steps",)),
+    ("cli.commands", ("cli.commands",)),
+    ("cli.main", ("cli.main",)),
 )
+
+ENGINE = ("producer_core.core", "producer_core.modes", "producer_core.drivers",
+          "producer_core.transport", "producer_core.settings", "producer_core.config")
+"""The producer engine: what runs a workload in a mode against a target."""
+TOOLS = ("producer_core.brokers", "producer_core.measure", "producer_core.analysis",
+         "producer_core.distributed", "cli")
+"""The tools around it: where brokers come from, what else is measured, the analyses,
+Spark, the command line. The engine never imports them (DESIGN.md)."""
 
 
 def _module_name(root: Path, path: Path) -> str:
@@ -156,7 +177,7 @@ def test_the_graph_sees_known_edges() -> None:
     assert "producer_core.modes" in graph["producer_core.config"]
     assert "producer_core.core.linger" in graph["producer_core.drivers.engine_parts"]
     assert "producer_core.core.events" in graph["producer_core.drivers.engine"]
-    assert "cli.results_tables" in graph["cli.html_report"]  # cli is read too
+    assert "cli.render.results_tables" in graph["cli.report.html_report"]  # cli is read too
     assert "producer_core.brokers.embedded" in graph["producer_core.brokers.target"]
 
 
@@ -168,6 +189,8 @@ def test_finds_an_upward_import_when_there_is_one() -> None:
     assert layer_of("producer_core.workload.partitioners.topic") == layer_of(
         "producer_core.workload.workload")
     assert layer_of("cli.main") == len(LAYERS) - 1
+    assert layer_of("cli.commands.produce") > layer_of("cli.steps.run") > layer_of(
+        "cli.options.run") > layer_of("cli.render.tables") > layer_of("cli.app.errors")
 
 
 def test_every_module_has_a_layer() -> None:
@@ -183,6 +206,27 @@ def test_no_import_cycle_anywhere() -> None:
 def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
     upward = upward_imports(import_graph())
     assert not upward, "imports that run back up:\n" + "\n".join(upward)
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def engine_reaching_tools(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{name} -> {target}" for name, targets in graph.items()
+                  if _within(name, ENGINE) for target in targets if _within(target, TOOLS))
+
+
+def test_finds_the_engine_reaching_a_tool_when_it_does() -> None:
+    graph = {"producer_core.drivers.go_clients.driver": {"producer_core.brokers.kafka_dist"},
+             "producer_core.brokers.kafka": {"producer_core.drivers.engine"}}
+    assert engine_reaching_tools(graph) == [
+        "producer_core.drivers.go_clients.driver -> producer_core.brokers.kafka_dist"]
+
+
+def test_the_engine_never_imports_the_tools_around_it() -> None:
+    reaching = engine_reaching_tools(import_graph())
+    assert not reaching, "the engine imports a tool:\n" + "\n".join(reaching)
 
 
 def test_no_driver_imports_another() -> None:

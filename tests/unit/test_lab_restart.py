@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cli.lab_serve import KafkaNodes, Watcher
+from cli.lab.serve import KafkaNodes, Watcher
 from producer_core.brokers import node_cluster
 from producer_core.brokers.lab.state import (
     RestartRequest,
@@ -58,7 +58,7 @@ class Harness:
         self.written: list[dict[str, Any]] = []
         self.said: list[str] = []
         # every pid counts as a live process with a start time (state: running)
-        monkeypatch.setattr("cli.lab_serve.start_time", lambda pid: 1000 + pid)
+        monkeypatch.setattr("cli.lab.serve.start_time", lambda pid: 1000 + pid)
         self.watcher = Watcher(self.nodes, {"nodes": []}, write=self._write,
                                take=self._take, say=self.said.append)
 

@@ -7,9 +7,9 @@ import signal
 
 import pytest
 
-from cli.errors import Interrupted
-from cli.outcome import EXIT_OK, EXIT_UNDELIVERED, EXIT_VERIFY, exit_code
-from cli.stopping import StopOnSignal, accepts_stop
+from cli.app.errors import Interrupted
+from cli.app.stopping import StopOnSignal, accepts_stop
+from cli.render.outcome import EXIT_OK, EXIT_UNDELIVERED, EXIT_VERIFY, exit_code
 
 
 def run(failed: int = 0, unknown: int | None = None, problems: list[str] | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from cli.render import summary_table
+from cli.render.tables import summary_table
 from producer_core.results.results_io import validate_document
 from tests.results_fakes import fake_results
 

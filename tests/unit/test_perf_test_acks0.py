@@ -3,7 +3,7 @@ records perf-test counts are those written; it printed "0 records sent" for 50."
 
 from __future__ import annotations
 
-from cli.perf_test_cmd import PerfTestProgress, final_lines
+from cli.commands.perf_test import PerfTestProgress, final_lines
 from producer_core.results.perf_test_format import parse_line
 
 

@@ -3,7 +3,7 @@ and its multi-value flags rewritten for click."""
 
 from __future__ import annotations
 
-from cli.perf_test_opts import expand_multi_values
+from cli.options.perf_test import expand_multi_values
 from producer_core.results.perf_test_format import parse_line, parse_output, total_line, window_line
 
 # lines as Kafka 4.3.1's ProducerPerformance printed them in this project's test run

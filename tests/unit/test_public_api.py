@@ -271,7 +271,7 @@ def private_imports(path: Path) -> list[str]:
 
 def test_the_check_sees_a_private_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("from cli.results_tables import _x\n"
+    sample.write_text("from cli.render.results_tables import _x\n"
                       "from producer_core.modes.spec import setting as _spec\n"
                       "import producer_core.config as _config\n"
                       "from pyspark.sql.types import _parse_datatype_string\n"

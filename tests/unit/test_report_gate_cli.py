@@ -8,8 +8,8 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from cli.gate_cmd import gate
-from cli.report_cmd import report
+from cli.commands.gate import gate
+from cli.commands.report import report
 from producer_core.analysis.compare import SUMMARY_METRICS
 from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
 from producer_core.results.run_facts import run_document

@@ -8,8 +8,8 @@ import json
 import numpy as np
 from click.testing import CliRunner
 
-from cli.charts import mode_color
-from cli.report_cmd import report
+from cli.charts.charts import mode_color
+from cli.commands.report import report
 from producer_core.results.intervals import IntervalRecorder, engine_live
 from producer_core.results.metrics import ClientCounts, TopicMetrics
 from producer_core.results.results_io import add_facts

@@ -1,4 +1,4 @@
-"""cli.run_pipeline's choices that sweep and perf-test rely on, without a broker: a
+"""cli.steps.pipeline's choices that sweep and perf-test rely on, without a broker: a
 graceful stop or an interrupt at once, and runs that start their own brokers."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from cli.run_pipeline import run_pipeline
-from cli.stopping import StopOnSignal
+from cli.app.stopping import StopOnSignal
+from cli.steps.pipeline import run_pipeline
 from producer_core.errors import Interrupted
 
 EXTERNAL = "127.0.0.1:1"  # named, never connected to: the fake run does not

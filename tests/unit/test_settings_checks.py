@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.settings_checks import check_setting_texts, other_mode_warnings
+from cli.options.settings_checks import check_setting_texts, other_mode_warnings
 from producer_core.config import build_settings
 from producer_core.errors import UsageError
 

@@ -129,7 +129,7 @@ def test_priming_groups_partitions_by_leader_and_sums_topics() -> None:
 
 
 def test_an_interval_without_acknowledgements_says_no_acks() -> None:
-    from cli.output_mode import interval_line
+    from cli.options.output_mode import interval_line
 
     row = {"start_s": 6.0, "end_s": 7.0, "msgs_per_s": 0.0, "mb_per_s": 0.0,
            "requests_per_s": 0.4, "msgs_per_req": 5388.0, "p50_ms": 0.0, "p99_ms": 0.0,

@@ -320,7 +320,7 @@ def test_interrupted_sweep_resumes_with_only_the_missing_runs(tmp_path):
 
 
 def test_a_stopped_sweep_keeps_out_the_unit_cut_short_and_resumes_it(tmp_path):
-    """A signal sets the stop event (cli.run_pipeline): the run in progress ends early with
+    """A signal sets the stop event (cli.steps.pipeline): the run in progress ends early with
     incomplete results, which are not a finished cell; no other unit starts."""
     stop = threading.Event()
     calls: list[str] = []
