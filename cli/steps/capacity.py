@@ -5,16 +5,17 @@ results writers are not for --help (cli/app/lazy_group.py)."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cli.app.output_paths import writable_dir, writable_file
 from cli.app.stopping import StopOnSignal
 from cli.dashboard.server import dashboard_progress, finish_dashboard, open_dashboard
-from cli.options.client import client_inputs, finish_settings
+from cli.options.client import ClientInputs, client_inputs, finish_settings
 from cli.options.common import lab_shape
 from cli.options.output_mode import apply, output_from_flags
 from cli.options.settings_checks import check_fits, check_setting_texts
@@ -30,7 +31,7 @@ from producer_core.analysis.capacity import (
     capacity_warnings,
     find_capacity,
 )
-from producer_core.analysis.compare import parse_mode_configs, parse_modes
+from producer_core.analysis.compare import ModeRun, parse_mode_configs, parse_modes
 from producer_core.analysis.sweep import parse_slo
 from producer_core.config import MODES
 from producer_core.errors import UsageError
@@ -89,20 +90,44 @@ def capacity_document(results: dict[str, Capacity], criteria: Criteria,
     } | facts.grouped_fields(probe_runs, broker=False)
 
 
-def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
-             precision: float, repeats: int, max_probes: int, max_lag_ms: float,
-             duration: float, warmup: float, partitions: int, message_size: int, keys: int,
-             seed: int, overrides: tuple[str, ...], mode_configs: tuple[str, ...],
-             linger_ms: int | None, bootstrap_servers: str | None,
-             command_config: Path | None, replication_factor: int | None,
-             topic_configs: tuple[str, ...], json_path: Path | None, out_dir: Path | None,
-             progress: bool, **flags: Any) -> None:
-    """The body of `kbatch capacity` (its options: cli.commands.capacity)."""
-    dashboard_spec = flags.pop("dashboard")
-    output = output_from_flags(flags, json_path)
-    check_outputs(json_path, out_dir)
-    if not output.interval_explicit:  # one line per probe, as sweep: intervals if asked
-        apply(replace(output, report_interval_s=0.0))
+@dataclass(frozen=True)
+class CapacityJob:
+    """A capacity search, checked and ready to run: what `capacity`'s options asked."""
+
+    modes: list[str]
+    mode_runs: list[ModeRun]
+    client: ClientInputs
+    shape: Any
+    criteria: Criteria
+    plan: SearchPlan
+    slo_text: str
+    probe_shape: Workload
+    """Every probe's workload but its topic and rate."""
+
+
+@dataclass
+class SearchOutcome:
+    """What the search found per mode, every probe (as run documents and Results), the
+    run facts, and the signal that stopped it, if one did."""
+
+    found: dict[str, Capacity] = field(default_factory=dict)
+    probe_runs: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[tuple[int, Any]] = field(default_factory=list)
+    """Each probe's number within its mode, and its Results."""
+    facts: RunFacts | None = None
+    stopper: StopOnSignal | None = None
+
+
+def plan_capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
+                  precision: float, repeats: int, max_probes: int, max_lag_ms: float,
+                  duration: float, warmup: float, partitions: int, message_size: int,
+                  keys: int, seed: int, overrides: tuple[str, ...],
+                  mode_configs: tuple[str, ...], linger_ms: int | None,
+                  bootstrap_servers: str | None, command_config: Path | None,
+                  replication_factor: int | None, topic_configs: tuple[str, ...],
+                  flags: dict[str, Any]) -> CapacityJob:
+    """The options checked and turned into a search: a usage error for bad input, before
+    anything starts."""
     shape = lab_shape(flags)
     slo = parse_slo(slo_text)
     if start_rate > max_rate:
@@ -119,32 +144,37 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
         for warning in mode_run.settings.warnings:
             console.print(f"[yellow]Warning ({mode_run.mode}):[/yellow] {warning}",
                           soft_wrap=True)
-    criteria = Criteria(slo.metric, slo.limit_ms, slo.strict, slo.text, max_lag_ms)
-    plan = SearchPlan(start_rate=start_rate, max_rate=max_rate, precision=precision,
-                      repeats=repeats, max_probes=max_probes)
-    stamp = int(time.time() * 1000)
-
-    def workload(mode: str, index: int, rate: float) -> Workload:
-        return Workload(topic=f"kbatch-capacity-{stamp}-{topic_part(mode)}-{index}",
-                        partitions=partitions,
-                        rate=rate, duration_s=duration, messages=None,
-                        message_size=message_size, keys=keys, seed=seed, warmup_s=warmup)
-
+    job = CapacityJob(
+        modes, mode_runs, client, shape,
+        Criteria(slo.metric, slo.limit_ms, slo.strict, slo.text, max_lag_ms),
+        SearchPlan(start_rate=start_rate, max_rate=max_rate, precision=precision,
+                   repeats=repeats, max_probes=max_probes),
+        slo.text,
+        Workload(topic="kbatch-capacity", partitions=partitions, rate=start_rate,
+                 duration_s=duration, messages=None, message_size=message_size, keys=keys,
+                 seed=seed, warmup_s=warmup))
     for mode_run in mode_runs:
-        check_fits(workload(mode_run.mode, 0, start_rate), mode_run.settings)
-    install_clients(modes)
-    open_dashboard(dashboard_spec, "kbatch capacity")
+        check_fits(job.probe_shape, mode_run.settings)
+    return job
+
+
+def search(job: CapacityJob, progress: bool) -> SearchOutcome:
+    """Each mode's search, one probe after another on one broker target; a signal ends it
+    with what was probed kept."""
+    stamp = int(time.time() * 1000)
+    plan = job.plan
+    outcome = SearchOutcome()
+    probe_runs = outcome.probe_runs
     runner = Runner()
-    found: dict[str, Capacity] = {}
-    probe_runs: list[dict[str, Any]] = []
-    rounds: list[tuple[int, Any]] = []  # each probe's number within its mode, and Results
-    with StopOnSignal() as stopper, run_pipeline(runner, stopper, client.bootstrap, shape,
-                                                 announce=False) as setup:
+    with StopOnSignal() as stopper, run_pipeline(runner, stopper, job.client.bootstrap,
+                                                 job.shape, announce=False) as setup:
+        outcome.stopper = stopper
         target = setup.target
-        console.print(f"Searching the highest rate within {slo.text} for "
-                      f"{', '.join(modes)} on {target.description}: probes of "
-                      f"{duration:g} s from {start_rate:,.0f} msg/s.", soft_wrap=True)
-        for mode_run in mode_runs:
+        console.print(f"Searching the highest rate within {job.slo_text} for "
+                      f"{', '.join(job.modes)} on {target.description}: probes of "
+                      f"{job.probe_shape.duration_s:g} s from {plan.start_rate:,.0f} msg/s.",
+                      soft_wrap=True)
+        for mode_run in job.mode_runs:
             mode = mode_run.mode
             count = 0
 
@@ -155,12 +185,14 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
                 if stopper.signum is not None:
                     raise SearchStopped
                 label = f"[{mode} {rate:,.0f}/s]"
-                dashboard_progress(len(probe_runs), plan.max_probes * len(mode_runs), None,
-                                   f"{mode} at {rate:,.0f} msg/s")
+                dashboard_progress(len(probe_runs), plan.max_probes * len(job.mode_runs),
+                                   None, f"{mode} at {rate:,.0f} msg/s")
+                workload = replace(job.probe_shape, rate=rate, topic=(
+                    f"kbatch-capacity-{stamp}-{topic_part(mode)}-{count}"))
                 with runner.progress(label, progress) as on_progress:
-                    results = setup.run(workload(mode, count, rate), settings, mode,
-                                        target.bootstrap, on_progress, **setup.stop)
-                rounds.append((count, results))
+                    results = setup.run(workload, settings, mode, target.bootstrap,
+                                        on_progress, **setup.stop)
+                outcome.rounds.append((count, results))
                 document = run_document(results, round=count)
                 probe_runs.append(document)
                 if stopper.signum is not None:  # a cut-short probe is kept, not judged
@@ -173,17 +205,22 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
                               highlight=False, markup=False)
 
             try:
-                found[mode] = find_capacity(probe, criteria, plan, on_probe)
+                outcome.found[mode] = find_capacity(probe, job.criteria, plan, on_probe)
             except SearchStopped:
-                found[mode] = Capacity(None, (None, None),
-                                       stopped=f"interrupted by {stopper.name}")
+                outcome.found[mode] = Capacity(None, (None, None),
+                                               stopped=f"interrupted by {stopper.name}")
                 break
-            value = found[mode].max_sustainable_msgs_per_s
+            value = outcome.found[mode].max_sustainable_msgs_per_s
             console.print(f"[bold]{mode}[/bold]: "
                           + ("no rate sustained" if value is None else
-                             f"{value:,.0f} msg/s sustained") + f" ({found[mode].stopped}).",
-                          soft_wrap=True)
-    document = capacity_document(found, criteria, plan, rounds, setup.facts())
+                             f"{value:,.0f} msg/s sustained")
+                          + f" ({outcome.found[mode].stopped}).", soft_wrap=True)
+    outcome.facts = setup.facts()
+    return outcome
+
+
+def show_capacity(document: dict[str, Any]) -> None:
+    """The table, each mode's answer and bracket, and the warnings."""
     out.print(capacity_table(document))
     for mode, result in document["capacity"]["modes"].items():
         value = result[METRIC]
@@ -192,6 +229,11 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
         out.print(bracket_line(mode, result), highlight=False, soft_wrap=True)
     for warning in document["capacity"]["warnings"]:
         console.print(f"[yellow]Warning:[/yellow] {warning}", soft_wrap=True)
+
+
+def write_capacity(document: dict[str, Any], json_path: Path | None,
+                   out_dir: Path | None) -> None:
+    """--json's file, and --out's capacity.json and chart."""
     if json_path is not None:
         write_json(json_path, document)
         console.print(f"Results written to {json_path}.")
@@ -202,14 +244,42 @@ def capacity(modes_text: str, slo_text: str, start_rate: float, max_rate: float,
         write_json(out_dir / "capacity.json", document)
         chart = capacity_chart(document, out_dir / "capacity.png")
         console.print(f"Results written to {out_dir / 'capacity.json'} and {chart}.")
+
+
+def capacity(json_path: Path | None, out_dir: Path | None, progress: bool,
+             **options: Any) -> None:
+    """The body of `kbatch capacity` (its options: cli.commands.capacity): check the
+    options, search, show and write the results."""
+    flags = {name: options.pop(name) for name in list(options)
+             if name not in PLAN_OPTIONS}
+    dashboard_spec = flags.pop("dashboard")
+    output = output_from_flags(flags, json_path)
+    check_outputs(json_path, out_dir)
+    if not output.interval_explicit:  # one line per probe, as sweep: intervals if asked
+        apply(replace(output, report_interval_s=0.0))
+    job = plan_capacity(**options, flags=flags)
+    install_clients(job.modes)
+    open_dashboard(dashboard_spec, "kbatch capacity")
+    outcome = search(job, progress)
+    assert outcome.facts is not None and outcome.stopper is not None
+    document = capacity_document(outcome.found, job.criteria, job.plan, outcome.rounds,
+                                  outcome.facts)
+    show_capacity(document)
+    write_capacity(document, json_path, out_dir)
     finish_dashboard(document["runs"], out_dir)
+    stopper = outcome.stopper
     if stopper.signum is not None:
         written = json_path is not None or out_dir is not None
+        probes = len(outcome.probe_runs)
         console.print(f"Interrupted by {stopper.name}: the capacity search stopped after "
-                      f"{len(probe_runs)} probe{'' if len(probe_runs) == 1 else 's'}"
+                      f"{probes} probe{'' if probes == 1 else 's'}"
                       f"{'; partial results written' if written else ''} (the interrupted "
                       "mode's answer is none: its search did not end).", soft_wrap=True)
         sys.exit(stopper.exit_code)
+
+
+PLAN_OPTIONS = frozenset(inspect.signature(plan_capacity).parameters) - {"flags"}
+"""The options `plan_capacity` takes; the others are output and lab flags."""
 
 
 class SearchStopped(Exception):  # noqa: N818 - a signal, not an error
