@@ -124,41 +124,9 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
     dashboard_spec = workload_flags.pop("dashboard")
     shape = lab_shape(workload_flags)
     endpoints = broker_endpoints(workload_flags, bootstrap_servers)
-    modes = parse_modes(modes_text, MODES)
-    windows = parse_int_list(windows_text, "--windows")
-    rates = parse_rate_list(rates_text) if rates_text else []
-    axes = [parse_axis(text) for text in axes_text]
-    common = [parse_assignment(text) for text in overrides]
-    if len(set(slo_texts)) > 1:
-        raise UsageError(f"--slo is given {len(set(slo_texts))} times ({', '.join(slo_texts)});"
-                         " a sweep recommends for one objective. Run the sweep once and "
-                         "read the other objectives from its results with kbatch gate.")
-    slo_text = slo_texts[0] if slo_texts else None
-    slo = parse_slo(slo_text) if slo_text else None
-    if slo is not None and slo.end_to_end and consume is None:
-        raise UsageError(f"--slo {slo_text!r} is an end-to-end objective: add --consume so "
-                         "consumers measure it.")
-    if consume is not None and runner == "spark":
-        raise UsageError("--consume is not available with --runner spark yet: measure "
-                         "end-to-end latency with --runner local.")
-    source = click.get_current_context().get_parameter_source("reference_mode")
-    if slo is None and source == click.core.ParameterSource.COMMANDLINE:
-        console.print("[yellow]Warning: --reference-mode applies only with --slo (it picks "
-                      "the recommendation's comparison); ignored.[/]")
-    if rates and workload_flags.get("workload_file") is None and \
-            click.get_current_context().get_parameter_source("rate") == \
-            click.core.ParameterSource.COMMANDLINE:
-        raise UsageError("--rate and --rates cannot be combined: --rates gives the rates.")
-    cells = expand_grid(modes, windows, rates, axes)
-    check_cells(cells, common)
-    if rates_text and workload_flags.get("closed_loop") is not None:
-        raise UsageError("--rates and --closed-loop cannot be combined: a closed loop's "
-                         "rate is an outcome, not an input.")
-    loop = closed_loop_from_flags(workload_flags)
-    workload = with_closed_loop(workload_from_flags(**workload_flags), loop)
-    grid = {"modes": modes, "windows": windows, "rates": rates,
-            "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
-    plan = SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode, minimize)
+    plan = plan_sweep(modes_text, windows_text, rates_text, axes_text, overrides, repeats,
+                      slo_texts, reference_mode, minimize, runner, consume, workload_flags)
+    modes, cells = plan.grid["modes"], plan.cells
     writable_dir(out_dir, "--out")  # before any cell runs, not after the first one
     install_clients(modes)
     spark = spark_cells(runner, workers, spark_master, spark_conf, bootstrap_servers, shape)
@@ -197,6 +165,56 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
             if stopper.signum is not None:  # exit 128 + the signal that stopped it
                 raise Interrupted(stopper.signum) from None
             raise
+    show_sweep(document, plan, out_dir, chart)
+
+
+def plan_sweep(modes_text: str, windows_text: str, rates_text: str | None,
+               axes_text: tuple[str, ...], overrides: tuple[str, ...], repeats: int,
+               slo_texts: tuple[str, ...], reference_mode: str, minimize: str, runner: str,
+               consume: Any, workload_flags: dict[str, Any]) -> SweepPlan:
+    """The options checked and expanded into the sweep's cells: a usage error for bad
+    input, before anything starts."""
+    modes = parse_modes(modes_text, MODES)
+    windows = parse_int_list(windows_text, "--windows")
+    rates = parse_rate_list(rates_text) if rates_text else []
+    axes = [parse_axis(text) for text in axes_text]
+    common = [parse_assignment(text) for text in overrides]
+    if len(set(slo_texts)) > 1:
+        raise UsageError(f"--slo is given {len(set(slo_texts))} times ({', '.join(slo_texts)});"
+                         " a sweep recommends for one objective. Run the sweep once and "
+                         "read the other objectives from its results with kbatch gate.")
+    slo_text = slo_texts[0] if slo_texts else None
+    slo = parse_slo(slo_text) if slo_text else None
+    if slo is not None and slo.end_to_end and consume is None:
+        raise UsageError(f"--slo {slo_text!r} is an end-to-end objective: add --consume so "
+                         "consumers measure it.")
+    if consume is not None and runner == "spark":
+        raise UsageError("--consume is not available with --runner spark yet: measure "
+                         "end-to-end latency with --runner local.")
+    source = click.get_current_context().get_parameter_source("reference_mode")
+    if slo is None and source == click.core.ParameterSource.COMMANDLINE:
+        console.print("[yellow]Warning: --reference-mode applies only with --slo (it picks "
+                      "the recommendation's comparison); ignored.[/]")
+    if rates and workload_flags.get("workload_file") is None and \
+            click.get_current_context().get_parameter_source("rate") == \
+            click.core.ParameterSource.COMMANDLINE:
+        raise UsageError("--rate and --rates cannot be combined: --rates gives the rates.")
+    cells = expand_grid(modes, windows, rates, axes)
+    check_cells(cells, common)
+    if rates_text and workload_flags.get("closed_loop") is not None:
+        raise UsageError("--rates and --closed-loop cannot be combined: a closed loop's "
+                         "rate is an outcome, not an input.")
+    loop = closed_loop_from_flags(workload_flags)
+    workload = with_closed_loop(workload_from_flags(**workload_flags), loop)
+    grid = {"modes": modes, "windows": windows, "rates": rates,
+            "axes": {k: v for k, v in axes}, "settings": {k: v for k, v in common}}
+    return SweepPlan(cells, repeats, workload, common, grid, slo, reference_mode, minimize)
+
+
+def show_sweep(document: dict[str, Any], plan: SweepPlan, out_dir: Path, chart: bool) -> None:
+    """The table, failed cells, the recommendation and the chart; exit EXIT_RUNTIME when a
+    cell could not run."""
+    repeats = plan.repeats
     out.print(sweep_table(document))
     failed = [c["id"] for c in document["sweep"]["cells"] if c["status"] == "failed"]
     if failed:
@@ -205,6 +223,7 @@ def sweep(modes_text: str, windows_text: str, rates_text: str | None,
              if c["status"] == "failed" and c["repeats_done"] < repeats]
     recommendation = document["sweep"].get("recommendation")
     if recommendation:
+        slo_text = plan.slo.text if plan.slo else None
         out.print(f"Recommendation for {slo_text}: {recommendation['text']}", highlight=False)
     if chart and document["modes"]:
         from cli.charts.sweep import frontier_chart
