@@ -244,19 +244,7 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         facts = setup.facts()
         document = comparison_document(workload, mode_runs, repeat, rounds, facts,
                                        stopped=setup.stopped)
-        out.print(comparison_table(document))
-        for note in broker_cost_notes(document["runs"]):
-            console.print(note)
-        for run_doc in document["runs"]:
-            for table in consumers_tables(run_doc, f"mode {run_doc['mode']}, "
-                                                        f"round {run_doc['round']}"):
-                out.print(table)
-            if "verify" in run_doc:
-                out.print(verify_table(run_doc["verify"],
-                                       f"mode {run_doc['mode']}, round "
-                                       f"{run_doc['round']}"))
-            for warning in run_doc.get("warnings", []):
-                console.print(f"[yellow]Warning ({run_doc['mode']}):[/yellow] {warning}")
+        show_comparison(document)
         emit_json(json_path, document, write_json)
         saved = document
         if out_dir is not None:  # the directory's document names its companion files
@@ -271,3 +259,19 @@ def compare_modes(modes_text: str, mode_configs: tuple[str, ...], linger_ms: int
         finish_dashboard(saved, out_dir)
     conclude(stopper, document["runs"], allow_failures,
              json_path is not None or out_dir is not None, own_broker=not bootstrap_servers)
+
+
+def show_comparison(document: dict[str, Any]) -> None:
+    """The comparison table, the broker cost notes, and per run its consumers', --verify's
+    tables and warnings."""
+    out.print(comparison_table(document))
+    for note in broker_cost_notes(document["runs"]):
+        console.print(note)
+    for run_doc in document["runs"]:
+        label = f"mode {run_doc['mode']}, round {run_doc['round']}"
+        for table in consumers_tables(run_doc, label):
+            out.print(table)
+        if "verify" in run_doc:
+            out.print(verify_table(run_doc["verify"], label))
+        for warning in run_doc.get("warnings", []):
+            console.print(f"[yellow]Warning ({run_doc['mode']}):[/yellow] {warning}")
