@@ -34,6 +34,7 @@ def serve_docker_lab(brokers: int, rtt_ms: float, jitter_ms: float, kafka_image:
             "nodes": [{"node_id": i, "host": cluster.host, "port": cluster.port(i),
                        "container": cluster.container_name(i)} for i in cluster.node_ids],
             "backend_pids": [], "started_at": time.time(),
+            "metrics_urls": {str(i): u for i, u in cluster.metrics_urls.items()},
         })
         click.echo(cluster.bootstrap)
         for node_id in cluster.node_ids:

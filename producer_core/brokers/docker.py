@@ -46,6 +46,10 @@ LABEL_RUN = "io.kbatch.run"
 CLIENT_PORT = 9092
 CONTROLLER_PORT = 9093
 INTERNAL_PORT = 9094
+METRICS_PORT = 9404
+"""The JMX exporter's /metrics inside each container, published on 127.0.0.1."""
+EXPORTER_MOUNT = "/opt/kbatch-jmx"
+"""Where the exporter's jar and rules are mounted (read-only) in each container."""
 DEFAULT_HEAP = "768m"
 #: docker-py's read timeout: a daemon on a loaded 2-core machine can take a minute to
 #: answer while three JVMs start (the default, 60 s, was seen to expire).
@@ -160,8 +164,13 @@ class DockerKafkaCluster(NodeCluster):
     def __init__(self, nodes: int = 1, *, image: str | None = None,
                  progress: Callable[[str], None] | None = None,
                  server_properties: Mapping[str, str] | None = None,
-                 heap: str = DEFAULT_HEAP) -> None:
+                 heap: str = DEFAULT_HEAP, metrics_exporter: bool = False) -> None:
         super().__init__(nodes)
+        self._metrics_exporter = metrics_exporter  # brokers.jmx_exporter in each container
+        self._exporter_jar: Path | None = None
+        self._metrics_ports: dict[int, int] = {}
+        self.metrics_warning: str | None = None
+        """Why the containers have no metrics endpoint although one was asked for."""
         self.heap = heap
         self._requested_image = image
         self._progress = progress or (lambda _message: None)
@@ -210,6 +219,13 @@ class DockerKafkaCluster(NodeCluster):
     def started(self) -> bool:
         return bool(self._ports)
 
+    @property
+    def metrics_urls(self) -> dict[int, str]:
+        """node id -> the JMX exporter's /metrics URL on its published port (empty without
+        the exporter), read as `--broker kafka`'s nodes are."""
+        return {i: f"http://{self.host}:{port}/metrics"
+                for i, port in self._metrics_ports.items()}
+
     def _client_ports(self) -> list[int]:
         return list(self._ports.values())
 
@@ -250,14 +266,33 @@ class DockerKafkaCluster(NodeCluster):
 
     def _launch_nodes(self) -> None:
         self._create_network()
-        ports = free_ports(self.host, self.nodes)
-        for node_id, port in zip(self.node_ids, ports, strict=True):
-            self._ports[node_id] = port
+        exporter = self._exporter()
+        ports = free_ports(self.host, self.nodes * (2 if exporter else 1))
+        for node_id in self.node_ids:
+            self._ports[node_id] = ports.pop()
+            if exporter is not None:
+                self._metrics_ports[node_id] = ports.pop()
         for node_id in self.node_ids:
             self._start_container(node_id)
 
     def _labels(self) -> dict[str, str]:
         return {LABEL_MANAGED: "true", LABEL_OWNER: str(os.getpid()), LABEL_RUN: self.run_id}
+
+    def _exporter(self) -> Path | None:
+        """The JMX exporter jar when asked for; a failure to fetch it only loses the
+        broker's own metrics (``metrics_warning`` says why), never the run."""
+        if not self._metrics_exporter:
+            return None
+        if self._exporter_jar is None:
+            from producer_core.brokers.jmx_exporter import exporter_jar
+
+            try:
+                self._exporter_jar = exporter_jar(self._progress)
+            except (BrokerError, UsageError) as exc:
+                self._metrics_exporter = False
+                self.metrics_warning = f"Kafka's own metrics are not measured: {exc}"
+                return None
+        return self._exporter_jar
 
     def _create_network(self) -> None:
         from testcontainers.core.network import Network
@@ -294,6 +329,12 @@ class DockerKafkaCluster(NodeCluster):
         env = {property_variable(k): v for k, v in props.items()}
         env["CLUSTER_ID"] = self.cluster_id
         env["KAFKA_HEAP_OPTS"] = f"-Xmx{self.heap} -Xms{self.heap}"
+        if node_id in self._metrics_ports and self._exporter_jar is not None:
+            from producer_core.brokers.jmx_exporter import RULES, javaagent_flag
+
+            mounted = Path(EXPORTER_MOUNT)
+            env["KAFKA_OPTS"] = javaagent_flag(mounted / self._exporter_jar.name, "0.0.0.0",
+                                               METRICS_PORT, mounted / RULES.name)
         return env
 
     def _start_container(self, node_id: int) -> None:
@@ -310,6 +351,13 @@ class DockerKafkaCluster(NodeCluster):
         # testcontainers types the value as a port only
         container.ports[f"{CLIENT_PORT}/tcp"] = (  # type: ignore[assignment]  # see above
             self.host, self._ports[node_id])
+        if node_id in self._metrics_ports and self._exporter_jar is not None:
+            from producer_core.brokers.jmx_exporter import RULES
+
+            for path in (self._exporter_jar, RULES):  # one file each: the daemon's host's
+                container.with_volume_mapping(path, f"{EXPORTER_MOUNT}/{path.name}", "ro")
+            container.ports[f"{METRICS_PORT}/tcp"] = (  # type: ignore[assignment]  # as above
+                self.host, self._metrics_ports[node_id])
         self._containers[node_id] = container
         container.start()
 
@@ -355,6 +403,7 @@ class DockerKafkaCluster(NodeCluster):
                     container._container.remove(force=True, v=True)
         self._containers = {}
         self._ports = {}
+        self._metrics_ports = {}
         if self._network is not None:
             with contextlib.suppress(Exception):
                 self._network.remove()

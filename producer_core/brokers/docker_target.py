@@ -38,7 +38,8 @@ def docker_target(nodes: int, image: str | None = None,
     with contextlib.ExitStack() as stack:
         stack.enter_context(sigterm_as_interrupt())
         cluster = stack.enter_context(
-            DockerKafkaCluster(nodes, image=image, progress=say, server_properties=properties))
+            DockerKafkaCluster(nodes, image=image, progress=say, server_properties=properties,
+                               metrics_exporter=True))
         runner = stack.enter_context(FaultRunner(list(faults or []), cluster, log=say))
         yield cluster, runner
 

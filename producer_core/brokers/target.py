@@ -45,7 +45,9 @@ def broker_target(
                                started_in_s=containers.start_time_s,
                                image=containers.image.name if containers.image else None,
                                processes=lambda: BrokerProcesses(
-                                   {str(i): p for i, p in containers.node_pids.items()}),
+                                   {str(i): p for i, p in containers.node_pids.items()},
+                                   {str(i): u for i, u in containers.metrics_urls.items()},
+                                   warning=containers.metrics_warning),
                                faults=runner if fault_specs else None)
         return
     if bootstrap:

@@ -61,6 +61,9 @@ def test_three_containers_every_message_read_back_nothing_left(tmp_path):
     assert document["messages"]["acknowledged"] == 5000
     assert document["verify"]["missing"] == 0 and document["verify"]["duplicated"] == 0
     assert set(document["requests_by_broker"]) == {"1", "2", "3"}  # leaders on all three
+    kafka = document["broker_cost"]["kafka"]  # the JMX exporter in each container
+    assert kafka["available"] is True, document["broker_cost"]
+    assert kafka["produce_requests_run"] == document["requests_sent"] > 0
     assert owned_by(pid) == ([], [])
 
 
