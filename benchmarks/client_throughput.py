@@ -271,7 +271,8 @@ def parse_output(row: str, stdout: str, stderr: str, messages: int) -> dict[str,
         parsed = parse_perf(stdout)
         if parsed is not None:  # every failed send prints its exception (a stack trace)
             parsed["failed"] = sum(1 for line in stderr.splitlines()
-                                   if "Exception" in line and not line.startswith("\t"))
+                                   if "Exception" in line
+                                   and not line.startswith(("\t", "Caused by")))
         return parsed
     for line in stdout.splitlines():
         if line.startswith("RESULT "):
