@@ -1,6 +1,6 @@
 """Unthrottled throughput of kbatch's engine beside the real clients' own producers (issue 48).
 
-    python benchmarks/client_throughput.py [--messages 500000] [--runs 3] [--acks 1,all]
+    python benchmarks/client_throughput.py [--messages 1000000] [--runs 3] [--acks 1,all]
         [--brokers tansu,kafka] [--rows ROW,...] [--partitions 64] [--size 100]
         [--no-startup] [--run-timeout 300] [--json PATH]
     python benchmarks/client_throughput.py --render PATH   # the tables of a saved --json
@@ -516,7 +516,7 @@ def _choices(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--messages", type=int, default=500_000, help="messages per run")
+    parser.add_argument("--messages", type=int, default=1_000_000, help="messages per run")
     parser.add_argument("--runs", type=int, default=3, help="runs (rounds) per row")
     parser.add_argument("--acks", default="1,all",
                         type=lambda t: _choices(t, ACKS, "--acks"))
@@ -587,17 +587,28 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps(document, indent=2) + "\n")
 
     log(f"load before: {document['load']['before']}")
+    from producer_core import KbatchError
+
     try:
         tools = prepare(args.rows)
+    except KbatchError as exc:  # no Java, Maven or Go: its own paragraph says what to do
+        print(f"{exc}\n(Or leave the rows that need it out with --rows.)", file=sys.stderr)
+        return EXIT_USAGE
+    code = 0
+    try:
         for name in args.brokers:
             run_broker(name, args, tools, document, save)
     except KeyboardInterrupt:
         log("interrupted: the tables below hold the runs that finished")
+        code = 130
+    except KbatchError as exc:  # a broker that would not start
+        print(f"{exc}\nThe tables below hold the runs that finished.", file=sys.stderr)
+        code = 1
     document["load"]["after"] = uptime()
     log(f"load after: {document['load']['after']}")
     save()
     print(render(document))
-    return 0
+    return code
 
 
 if __name__ == "__main__":
