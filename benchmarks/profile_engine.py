@@ -12,7 +12,7 @@ by cumulative time and by self time, each as a share of the run's total:
   only (`run()`; the engine runs on this thread's event loop). It counts every call, so
   functions called per message weigh more than they do unprofiled: read its shares as
   where the calls are, and its msg/s as the profiler's, not the engine's;
-- `py-spy` (`pip install py-spy`, on PyPI; it needs to ptrace its child): a sampling
+- `py-spy` (in the `bench` extra, or `pip install py-spy`; it needs to ptrace its child): a sampling
   profile (`--rate` per second) of a child process running the same engine run, which
   barely slows it. Only samples of the engine's run are counted (stacks through the
   child's `engine_run`, but not through an import or the engine's `_setup`: connecting,
@@ -192,7 +192,8 @@ def with_py_spy(args: argparse.Namespace, bootstrap: str, topic: str) -> int:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).is_file():
         print("--profiler py-spy needs py-spy, which is not installed: `pip install py-spy` "
-              "(it is on PyPI), or use the default --profiler cprofile.", file=sys.stderr)
+              "(or `pip install -e '.[bench]'`), or use the default --profiler cprofile.",
+              file=sys.stderr)
         return EXIT_USAGE
     out = Path(tempfile.mkdtemp()) / "stacks.txt"
     result = out.with_name("result.json")
