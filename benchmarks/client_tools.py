@@ -23,7 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from producer_core.brokers.kafka_dist import KafkaDist, cache_root
+from producer_core.brokers.kafka_dist import KafkaDist
+from producer_core.downloads import cache_root
 
 BUILD_TIMEOUT_S = 1800
 CONFIGURE_FLAGS = ("--disable-gssapi", "--disable-curl", "--disable-sasl")

@@ -90,6 +90,7 @@ BENCHMARK_EXTENSION_POINTS: dict[str, str] = {
     "producer_core.distributed.plan": "spark_scaling",
     "producer_core.distributed.session": "spark_scaling",
     "producer_core.distributed.spark_runner": "spark_scaling",
+    "producer_core.downloads": "client_throughput: rdkafka_performance in the per-user cache",
     "producer_core.drivers.engine_parts": "adaptive: wraps the policy each run makes",
     "producer_core.drivers.go_clients.driver": "client_throughput: the Go driver built first",
     "producer_core.drivers.kafka_java.fidelity": "fidelity: the emulation pairs it checks",
