@@ -35,10 +35,10 @@ class GoClientRun(PipeRun):
     def __init__(self, workload: Workload, settings: ProducerSettings, bootstrap: str,
                  driver: Driver, on_progress: Callable[[Progress], None] | None = None,
                  deliveries: list[Delivery] | None = None) -> None:
-        super().__init__(workload, settings, bootstrap, driver,  # type: ignore[arg-type]
-                         on_progress, deliveries)
-        self.mode = driver.label or driver.client
+        super().__init__(workload, settings, bootstrap, driver, on_progress, deliveries,
+                         driver.label or driver.client)
         self.client = driver.client
+        self.client_name = driver.client
         self.properties = {**client_properties(driver.client, settings.explicit,
                                                settings.values),
                            "bootstrap.servers": bootstrap}
