@@ -216,10 +216,13 @@ def go_errors(output: str, lines: int = 5) -> str:
 
 def _release_error(variant: Variant, exc: GoFailed) -> UsageError:
     client, _, version = variant.key.partition("@")
+    why = (f"(is it a release your Go module proxy has, spelt as Go spells it, e.g. "
+           f"{client}@v1.2.3?)" if exc.step == "go get" else
+           "(the release does not build into kbatch's Go driver, which is written against "
+           "the pinned one)")
     return UsageError(
         f"Mode {variant.key} cannot run: {exc.step} failed for {MODULES[client]}@{version} "
-        f"(is it a release your Go module proxy has, spelt as Go spells it, e.g. "
-        f"{client}@v1.2.3?). Go said: {go_errors(exc.output)}. Nothing was started.")
+        f"{why}. Go said: {go_errors(exc.output)}. Nothing was started.")
 
 
 def _stderr(message: str) -> None:
