@@ -18,7 +18,7 @@ SHAPES = {"partition": (400, 5, 0.050), "broker": (20, 100, 0.120), "none": (100
 
 def fake_results(mode: str, seed: int = 1, workload: dict | None = None) -> Results:
     """A plausible run: requests spread over 2 s, exponential latencies, all acked."""
-    requests, per_request, scale = SHAPES[mode]
+    requests, per_request, scale = SHAPES.get(mode, SHAPES["partition"])  # a client: any
     rng = np.random.default_rng(seed)
     metrics = RunMetrics()
     times = np.sort(rng.uniform(0.0, 2.0, requests))

@@ -60,6 +60,10 @@ def gate(results: tuple[Path, ...], gates_path: Path, baseline: Path | None,
     are pooled by mode. Exit code: 0 every rule holds, 1 a rule fails, 2 a malformed gates
     file, unreadable results, or a metric that is unknown or missing.
 
+    A rule's metric is MODE.NAME, MODE the run's mode as the results name it, versions and
+    builds included: kafka-java.p99_ms, librdkafka@2.10.0.p99_ms,
+    franz-go@v1.18.0.requests_sent, librdkafka@build-<hex>.failed.
+
     Example: kbatch gate out/ --gates gates/ci.toml
     """
     with start_up_signals():  # the evaluator and results reader: not for --help

@@ -18,9 +18,12 @@ from producer_core.errors import UsageError
 def client_build_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--client-build", "client_builds", multiple=True, metavar="CLIENT=PATH",
-        help="Run your own build of a client where the mode names it without a version, "
-             "e.g. --client-build kafka-java=clients/build/libs/kafka-clients-4.5.0-"
-             "SNAPSHOT.jar (a kafka-clients jar). Results name it by its content hash.")(func)
+        help="Run your own build of a client where the mode names it without a version: "
+             "kafka-java=JAR (a kafka-clients jar, e.g. clients/build/libs/kafka-clients-"
+             "4.5.0-SNAPSHOT.jar), librdkafka=DIR (a librdkafka source tree, built once), "
+             "franz-go=DIR, sarama=DIR or kafka-go=DIR (a checkout of that Go module, built "
+             "into kbatch's Go driver through a replace directive). Results name it by its "
+             "path and content hash.")(func)
 
 
 def apply_client_builds(builds: Sequence[str], modes: Sequence[str],

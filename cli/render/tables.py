@@ -125,6 +125,13 @@ def client_text(result: dict[str, Any]) -> str | None:
         python = rdkafka.get("confluent_kafka_version")
         return f"librdkafka {rdkafka['version']}" + (
             f" (confluent-kafka {python})" if python else "")
+    go = result.get("go_client")
+    if isinstance(go, dict) and go.get("client_version"):
+        build = go.get("client_build")
+        if isinstance(build, dict):
+            return (f"{go.get('client')} {build.get('module_version')} (build "
+                    f"{build.get('path')}, sha256 {str(build.get('sha256'))[:12]})")
+        return f"{go.get('client')} {go['client_version']}"
     section = result.get("kafka_java")
     if not isinstance(section, dict) or not section.get("client_version"):
         return None

@@ -18,6 +18,7 @@ from cli.app.stopping import StopOnSignal, accepts_stop
 from cli.options.consume import consuming
 from cli.options.spark import Runner
 from cli.render.container_facts import aim_faults
+from cli.render.install_progress import InstallProgress
 from cli.render.tables import console
 from producer_core.brokers import BrokerTarget
 from producer_core.measure.per_run import run_targets
@@ -66,7 +67,8 @@ def install_clients(modes: Sequence[str]) -> None:
     """Fetch and build the clients the modes name (``kafka-java@3.9.1``: that release,
     once per user), with a progress line on first use, before any broker starts: a
     version its registry does not have is a usage error (exit 2) with nothing started."""
-    modes_install(modes, lambda text: console.print(escape(text), soft_wrap=True))
+    with InstallProgress() as progress:  # lines, and a bar while a download runs
+        modes_install(modes, progress)
 
 
 def announce_start(target: BrokerTarget) -> None:

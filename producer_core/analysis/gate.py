@@ -9,7 +9,11 @@ A METRIC is ``MODE.NAME``: NAME is a summary metric of compare-modes (``p99_ms``
 ``requests_sent``, ... , optionally ``.median``/``.min``/``.max`` over the rounds; median
 by default) or a dotted path into a run's JSON (``latency.p999_ms``,
 ``collector.partitions_per_send.mean``; the median over rounds). ``baseline.MODE.NAME``
-reads the baseline results instead. Names the results schema does not know are errors,
+reads the baseline results instead. MODE is a run's mode label as the results name it,
+with a client version or build after ``@`` (``kafka-java.p99_ms``,
+``librdkafka@2.10.0.p99_ms``, ``franz-go@v1.18.0.requests_sent``,
+``librdkafka@build-<hex>.failed``): a version's own dots stay in the mode (`split_metric`).
+Names the results schema does not know are errors,
 as are metrics absent from these results: a gate never passes by not looking.
 
 Pure: no click, no printing. The CLI (`kbatch gate`) renders verdicts and exits
@@ -51,6 +55,7 @@ __all__ = [
     "load_gates",
     "parse_check",
     "parse_gates",
+    "split_metric",
 ]
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
@@ -63,7 +68,9 @@ STATS = ("median", "min", "max")
 BASELINE = "baseline"
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-_METRIC = r"[A-Za-z_]\w*(?:\.\w+)*"
+_METRIC = r"(?:baseline\.)?[A-Za-z_][\w-]*(?:@[0-9A-Za-z][\w.+-]*)?(?:\.\w+)*"
+"""``MODE.NAME``: a mode label may hold ``-`` (``kafka-java``) and a version after ``@``
+whose dots are its own (``librdkafka@2.10.0.p99_ms``; `split_metric` tells them apart)."""
 _CHECK = re.compile(rf"^\s*(?P<lhs>{_METRIC})\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<rhs>.*?)\s*$")
 _RHS_FORMS = (
     re.compile(rf"^(?P<num>{_NUM})$"),
@@ -380,6 +387,27 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.40}"
 
 
+def split_metric(name: str, labels: Sequence[str]) -> tuple[str, list[str]] | None:
+    """``MODE.NAME`` -> (MODE, NAME's dotted parts), None where `name` starts with no mode.
+
+    A mode label's version may hold dots (``librdkafka@2.10.0``, ``franz-go@v1.18.0``), so
+    the mode is the longest of `labels` (the results' modes and the registry's) that `name`
+    starts with; a label with ``@`` that none matches (a mode the results lack, named in
+    the error) runs to its last dotted part that starts with a digit."""
+    known = [label for label in labels if name == label or name.startswith(label + ".")]
+    if known:
+        mode = max(known, key=len)
+        rest = name[len(mode) + 1:]
+        return mode, rest.split(".") if rest else []
+    parts = name.split(".")
+    if "@" not in parts[0]:
+        return None
+    end = 1
+    while end < len(parts) and parts[end][:1].isdigit():
+        end += 1
+    return ".".join(parts[:end]), parts[end:]
+
+
 @dataclass
 class MetricSource:
     """Run documents pooled by mode (from one comparison, or several runs/comparisons)."""
@@ -411,8 +439,9 @@ class MetricSource:
     def value(self, name: str) -> float:
         """The number a metric name stands for (median over the mode's rounds)."""
         parts = name.split(".")
-        if parts[0] in self.by_mode or parts[0] in MODES:
-            mode, rest = parts[0], parts[1:]
+        split = split_metric(name, [*self.by_mode, *MODES])
+        if split is not None:
+            mode, rest = split
         elif len(self.by_mode) == 1:
             mode, rest = self.modes[0], parts
         else:

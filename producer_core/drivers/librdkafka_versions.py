@@ -3,7 +3,8 @@ PyPI, in a target directory of its own, run out of process.
 
 The pinned confluent-kafka is kbatch's dependency and runs in kbatch's process. Another
 release cannot share that process (one `confluent_kafka` module per interpreter), so it
-is installed once with pip (``--target``, binary wheels only, no dependencies) into
+is installed once with pip (``--target``, binary wheels only, no dependencies; its
+progress reported live, `pip_install`) into
 ``~/.cache/kbatch/confluent-kafka-<version>`` (the cache key), and its run is the same
 driver (`drivers.librdkafka`) in a child interpreter whose import path starts there
 (`librdkafka_child`): the same generator, settings and Results, only the library differs.
@@ -25,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from producer_core.downloads import cache_root
-from producer_core.drivers.run_types import RunCall
+from producer_core.drivers.pip_install import run_pip
+from producer_core.drivers.run_types import STOP_CHECK_S, RunCall
 from producer_core.errors import BrokerError, KbatchError, UsageError
 from producer_core.results.metrics import Results
 
@@ -60,27 +62,25 @@ def install(version: str | None, progress: Callable[[str], None]) -> None:
         progress(f"Fetching confluent-kafka {version} (with its librdkafka) from PyPI into "
                  f"{target} (first run only)...")
         try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                 "--no-deps", "--only-binary", ":all:", "--target", str(work / "lib"),
-                 f"confluent-kafka=={version}"],
-                capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False,
-                stdin=subprocess.DEVNULL)
+            returncode, output = run_pip(
+                [sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
+                 "--progress-bar", "off", "--no-deps", "--only-binary", ":all:", "--target",
+                 str(work / "lib"), f"confluent-kafka=={version}"],
+                work / "tmp", progress, PIP_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:
             raise BrokerError(f"pip did not install confluent-kafka {version} within "
                               f"{PIP_TIMEOUT_S} s.") from exc
-        output = proc.stdout + proc.stderr
-        if proc.returncode != 0 and _not_found(output):
+        if returncode != 0 and _not_found(output):
             raise UsageError(
                 f"confluent-kafka {version} is not a release PyPI has for this Python "
                 f"and platform (pip found no binary wheel), so mode librdkafka@{version} "
                 "cannot run. Give a released version (e.g. librdkafka@2.12.0; "
                 "`pip index versions confluent-kafka` lists them), or leave out @VERSION "
                 "for kbatch's pinned confluent-kafka. Nothing was started.")
-        if proc.returncode != 0 or not (work / "lib" / "confluent_kafka").is_dir():
+        if returncode != 0 or not (work / "lib" / "confluent_kafka").is_dir():
             tail = "\n".join(output.strip().splitlines()[-15:])
             raise BrokerError(f"pip could not install confluent-kafka {version} (exit code "
-                              f"{proc.returncode}). pip said:\n{tail}")
+                              f"{returncode}). pip said:\n{tail}")
         try:
             (work / "lib").rename(target)
         except OSError:
@@ -98,19 +98,36 @@ def child_env(version: str) -> dict[str, str]:
 
 
 async def run_out_of_process(call: RunCall, version: str) -> Results:
-    """The run, in a child interpreter with confluent-kafka `version` (see the module)."""
+    """The run, in a child interpreter with confluent-kafka `version` (see the module).
+
+    The child's stdin stays open after the run's arguments: a line on it (or its end)
+    asks the child to stop early and answer with partial results, as `call.stop` asks of
+    an in-process run; the child ignores SIGINT (a terminal's Ctrl-C reaches the whole
+    process group), so the stop is this process's to pass on."""
     await asyncio.to_thread(install, version, _stderr)
     payload = pickle.dumps((call.workload, call.settings, call.mode, call.bootstrap,
                             call.deliveries is not None))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", CHILD, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, env=child_env(version))
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    forward = asyncio.create_task(_forward_stop(call.stop, proc.stdin))
     try:
-        stdout, stderr = await proc.communicate(payload)
+        proc.stdin.write(payload)
+        await proc.stdin.drain()
+        stdout, stderr = await asyncio.gather(proc.stdout.read(), proc.stderr.read())
+        await proc.wait()
     except asyncio.CancelledError:
         if proc.returncode is None:
             proc.kill()
         raise
+    except (BrokenPipeError, ConnectionResetError):  # the child died at once: its stderr says
+        stdout, stderr = b"", await proc.stderr.read()
+        await proc.wait()
+    finally:
+        forward.cancel()
+        if not proc.stdin.is_closing():
+            proc.stdin.close()
     answer: Any = None
     try:
         answer = pickle.loads(stdout) if stdout else None
@@ -130,6 +147,19 @@ async def run_out_of_process(call: RunCall, version: str) -> Results:
     tail = "\n".join(stderr.decode(errors="replace").strip().splitlines()[-15:])
     raise BrokerError(f"The librdkafka@{version} run (a child process) ended without "
                       f"results (exit code {proc.returncode}). It said:\n{tail or '-'}")
+
+
+async def _forward_stop(stop: Any, stdin: asyncio.StreamWriter) -> None:
+    """Tell the child to stop (a line on its stdin) once `stop` (a threading.Event) is set."""
+    if stop is None:
+        return
+    while not stop.is_set():
+        await asyncio.sleep(STOP_CHECK_S)
+    try:
+        stdin.write(b"stop\n")
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the child has finished already
 
 
 def _stderr(message: str) -> None:

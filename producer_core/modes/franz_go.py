@@ -4,11 +4,13 @@ settings reach it is `producer_core.modes.go_client_settings`."""
 
 from __future__ import annotations
 
-from producer_core.modes.go_client_settings import built_check, mode_check
+from producer_core.modes.go_client_settings import GO_VERSIONS, built_check, mode_check
 from producer_core.modes.spec import ModeSpec
 
 FRANZ_GO = ModeSpec(
     "franz-go", "twmb/franz-go (Go): when one partition's linger ends, every partition "
     "with records goes out (needs Go)",
     driver="producer_core.drivers.go_clients.run:run_async", reads=("linger.ms",),
-    check=mode_check("franz-go"), check_built=built_check("franz-go"), transactions=False)
+    check=mode_check("franz-go"), check_built=built_check("franz-go"), transactions=False,
+    versions=GO_VERSIONS, install="producer_core.drivers.go_clients.driver:install_franz_go",
+    build="producer_core.drivers.go_clients.builds:register_franz_go")

@@ -62,6 +62,8 @@ OPTIONS: dict[str, dict[str, str]] = {
 """Per client: kbatch setting (Kafka's name) -> the client's option it becomes."""
 
 ALWAYS_PASSED = ("acks", "enable.idempotence")
+GO_VERSIONS = "a release of the client's Go module from your Go module proxy (e.g. @v1.18.0)"
+"""Where a Go mode's ``@VERSION`` comes from (`ModeSpec.versions`)."""
 
 
 def check_settings(client: str, explicit: Iterable[str], values: Mapping[str, Any]) -> None:

@@ -4,11 +4,13 @@ settings reach it is `producer_core.modes.go_client_settings`."""
 
 from __future__ import annotations
 
-from producer_core.modes.go_client_settings import built_check, mode_check
+from producer_core.modes.go_client_settings import GO_VERSIONS, built_check, mode_check
 from producer_core.modes.spec import ModeSpec
 
 SARAMA = ModeSpec(
     "sarama", "IBM/sarama (Go), flushing per broker by Flush.Frequency/Bytes/Messages "
     "(needs Go)",
     driver="producer_core.drivers.go_clients.run:run_async", reads=("linger.ms",),
-    check=mode_check("sarama"), check_built=built_check("sarama"), transactions=False)
+    check=mode_check("sarama"), check_built=built_check("sarama"), transactions=False,
+    versions=GO_VERSIONS, install="producer_core.drivers.go_clients.driver:install_sarama",
+    build="producer_core.drivers.go_clients.builds:register_sarama")

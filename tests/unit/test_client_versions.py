@@ -150,15 +150,12 @@ def test_librdkafka_takes_a_version_and_installs_it_once(tmp_path: Path, monkeyp
     monkeypatch.setattr(rdk, "cache_root", lambda: tmp_path)
     calls: list[list[str]] = []
 
-    class Done:
-        returncode, stdout, stderr = 0, "", ""
-
-    def fake_run(cmd, **kwargs):
+    def fake_pip(cmd, tmp, progress, timeout_s):
         calls.append(cmd)
         (Path(cmd[cmd.index("--target") + 1]) / "confluent_kafka").mkdir(parents=True)
-        return Done()
+        return 0, ""
 
-    monkeypatch.setattr(rdk.subprocess, "run", fake_run)
+    monkeypatch.setattr(rdk, "run_pip", fake_pip)
     lines: list[str] = []
     rdk.install("2.12.0", lines.append)
     rdk.install("2.12.0", lines.append)  # cached: pip is not asked again
@@ -177,12 +174,9 @@ def test_a_confluent_kafka_release_pypi_lacks_is_a_usage_error(tmp_path: Path,
 
     monkeypatch.setattr(rdk, "cache_root", lambda: tmp_path)
 
-    class Missing:
-        returncode, stdout = 1, ""
-        stderr = ("ERROR: Could not find a version that satisfies the requirement "
-                  "confluent-kafka==0.0.404\nERROR: No matching distribution found")
-
-    monkeypatch.setattr(rdk.subprocess, "run", lambda cmd, **kwargs: Missing())
+    missing = ("ERROR: Could not find a version that satisfies the requirement "
+               "confluent-kafka==0.0.404\nERROR: No matching distribution found")
+    monkeypatch.setattr(rdk, "run_pip", lambda cmd, tmp, progress, timeout_s: (1, missing))
     with pytest.raises(UsageError, match=r"confluent-kafka 0\.0\.404 is not a release"):
         rdk.install("0.0.404", lambda text: None)
     assert list(tmp_path.iterdir()) == []  # no half-filled cache left behind

@@ -221,3 +221,48 @@ def test_a_capacity_search_without_an_answer_gates_as_missing():
     assert document["runs"][0]["max_sustainable_msgs_per_s"] is None
     gates = parse_gates('[[rule]]\ncheck = "partition.max_sustainable_msgs_per_s <= 1000"\n')
     assert exit_code(evaluate(gates, MetricSource.from_documents([document]))) == 2
+
+
+VERSIONED = ("librdkafka", "librdkafka@2.10.0", "franz-go@v1.18.0",
+             "librdkafka@build-0123456789ab", "kafka-java")
+
+
+@pytest.mark.parametrize(("text", "lhs"), [
+    ("kafka-java.p99_ms <= 5", "kafka-java.p99_ms"),
+    ("librdkafka@2.10.0.p99_ms <= 5", "librdkafka@2.10.0.p99_ms"),
+    ("franz-go@v1.18.0.requests_sent.max <= 5", "franz-go@v1.18.0.requests_sent.max"),
+    ("librdkafka@build-0123456789ab.latency.p999_ms <= 5",
+     "librdkafka@build-0123456789ab.latency.p999_ms"),
+    ("baseline.kafka-java@4.0.0-rc1.p99_ms <= 5", "baseline.kafka-java@4.0.0-rc1.p99_ms"),
+])
+def test_mode_labels_with_versions_and_dashes_parse(text, lhs):
+    assert parse_check(text)[0] == lhs
+
+
+def test_a_version_s_dots_are_the_mode_s_and_each_version_gates_on_its_own_runs():
+    document, _ = fake_comparison(VERSIONED)
+    comparison = json.loads(json.dumps(document))
+    source = MetricSource.from_documents([comparison])
+    for mode in VERSIONED:
+        assert source.value(f"{mode}.requests_sent") == (
+            comparison["summary"][mode]["requests_sent"]["median"])
+        assert source.value(f"{mode}.requests_sent.max") == (
+            comparison["summary"][mode]["requests_sent"]["max"])
+        run = next(r for r in comparison["runs"] if r["mode"] == mode)
+        assert source.value(f"{mode}.latency.p999_ms") == run["latency"]["p999_ms"]
+    verdicts = verdicts_for(
+        comparison, "librdkafka@2.10.0.requests_sent <= 1e9 * librdkafka.requests_sent",
+        "franz-go@v1.18.0.p99_ms >= 0", "librdkafka@build-0123456789ab.failed == 0",
+        "librdkafka@2.12.0.p99_ms <= 5")
+    assert [v.passed for v in verdicts[:3]] == [True, True, True]
+    assert "no run of mode 'librdkafka@2.12.0'" in verdicts[3].error
+    assert exit_code(verdicts) == EXIT_ERROR
+
+
+def test_a_baseline_of_versioned_modes_is_read_the_same_way():
+    document, _ = fake_comparison(VERSIONED)
+    comparison = json.loads(json.dumps(document))
+    verdicts = verdicts_for(comparison,
+                            "franz-go@v1.18.0.p99_ms <= 1.0 * baseline.franz-go@v1.18.0.p99_ms",
+                            baseline=comparison)
+    assert verdicts[0].passed is True and verdicts[0].error is None

@@ -16,9 +16,11 @@ from typing import Any
 from producer_core.config import ProducerSettings
 from producer_core.drivers.client_pipe.run import PipeRun
 from producer_core.drivers.client_thread import run_in_thread
+from producer_core.drivers.go_clients.builds import build_source
 from producer_core.drivers.go_clients.driver import Driver, prepare
 from producer_core.drivers.run_types import Delivery, Progress, RunCall, run_driver
 from producer_core.modes.go_client_settings import OPTIONS, check_security, client_properties
+from producer_core.modes.versions import parse_label
 from producer_core.results.metrics import Results
 from producer_core.workload.workload import Workload
 
@@ -33,20 +35,27 @@ class GoClientRun(PipeRun):
     def __init__(self, workload: Workload, settings: ProducerSettings, bootstrap: str,
                  driver: Driver, on_progress: Callable[[Progress], None] | None = None,
                  deliveries: list[Delivery] | None = None) -> None:
-        super().__init__(workload, settings, bootstrap, driver,  # type: ignore[arg-type]
-                         on_progress, deliveries)
-        self.mode = driver.client
+        super().__init__(workload, settings, bootstrap, driver, on_progress, deliveries,
+                         driver.label or driver.client)
+        self.client = driver.client
+        self.client_name = driver.client
         self.properties = {**client_properties(driver.client, settings.explicit,
                                                settings.values),
                            "bootstrap.servers": bootstrap}
 
     def client_section(self, result: dict[str, Any]) -> dict[str, Any]:
-        return {"client": self.mode, **super().client_section(result),
-                "options": {k: OPTIONS[self.mode][k] for k in self.properties
-                            if k in OPTIONS[self.mode]}}
+        section = {"client": self.client, **super().client_section(result),
+                   "options": {k: OPTIONS[self.client][k] for k in self.properties
+                               if k in OPTIONS[self.client]}}
+        build = build_source(self.client, parse_label(self.mode).version)
+        if build is not None:  # your own module: the version is the directory's, not go.mod's
+            section["client_version"] = (f"{build.get('module_version', 'unknown')} (build "
+                                         f"{build.get('sha256', '')[:12]})")
+            section["client_build"] = build
+        return section
 
     def extra_warnings(self, result: dict[str, Any]) -> list[str]:
-        if self.mode == "kafka-go":
+        if self.client == "kafka-go":
             return ["kafka-go has no idempotent producer: this run had no idempotence, so "
                     "a retry may write a message twice (--verify excuses duplicates)."]
         return []
@@ -58,7 +67,8 @@ async def run_async(call: RunCall) -> Results:
 
     `stop`, when set, ends the run early (as cancelling it does)."""
     check_security(call.mode, call.settings)
-    driver = await asyncio.to_thread(prepare, call.mode)
+    label = parse_label(call.mode)
+    driver = await asyncio.to_thread(prepare, label.base, None, label.version)
     runner = GoClientRun(call.workload, call.settings, call.bootstrap, driver,
                          call.on_progress, call.deliveries)
     return await run_in_thread(runner, call, abort=runner.abort)
