@@ -105,12 +105,28 @@ def summary_table(result: dict[str, Any]) -> Table:
                       f"({idempotence.get('epoch_bumps', 0)})")
     for name, value in broker_cost_rows(result):
         table.add_row(name, value)
+    collector = collector_text(result)
+    if collector is not None:
+        table.add_row("collector sends (by trigger), partitions per send", collector)
     client = client_text(result)
     if client is not None:
         table.add_row("client (as it reports itself)", client)
     if result.get("complete") is False:
         table.add_row("complete", "no: stopped before its end")
     return table
+
+
+def collector_text(result: dict[str, Any]) -> str | None:
+    """A collector mode's sends by trigger: kbatch's own (mode broker ...) or the patched
+    librdkafka's statistics (mode librdkafka-broker), from the results' ``collector``
+    section: ``167 (broker_linger 160, flush 7), 333.0``; None without one."""
+    collector = result.get("collector")
+    if not isinstance(collector, dict) or "sends_by_reason" not in collector:
+        return None
+    reasons = ", ".join(f"{k} {v:,}" for k, v in collector["sends_by_reason"].items() if v)
+    text = f"{collector.get('sends', 0):,}" + (f" ({reasons})" if reasons else "")
+    per_send = (collector.get("partitions_per_send") or {}).get("mean")
+    return text + (f", {per_send:,.1f}" if isinstance(per_send, int | float) else "")
 
 
 CLIENT_FIGURES = ("linger.ms", "batch.size")
@@ -339,6 +355,10 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
     clients: dict[str, str] = {}
     for run in document.get("runs", []):
         text = client_text(run)
+        collector = collector_text(run)
+        if collector is not None:
+            text = f"collector sends (by trigger), partitions per send {collector}" + (
+                f"; {text}" if text else "")
         if text is not None and run.get("mode") in modes:
             clients.setdefault(run["mode"], text)
     table.caption = ("p50_ms ... max_ms: ack latency (intended send → acknowledgement)" + (

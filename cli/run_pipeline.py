@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from cli.build_progress import BuildProgress
 from cli.consume_opts import consuming
 from cli.container_facts import aim_faults
 from cli.render import console
@@ -66,7 +67,8 @@ def install_clients(modes: Sequence[str]) -> None:
     """Fetch and build the clients the modes name (``kafka-java@3.9.1``: that release,
     once per user), with a progress line on first use, before any broker starts: a
     version its registry does not have is a usage error (exit 2) with nothing started."""
-    modes_install(modes, lambda text: console.print(escape(text), soft_wrap=True))
+    with BuildProgress(console) as progress:
+        modes_install(modes, progress)
 
 
 def announce_start(target: BrokerTarget) -> None:

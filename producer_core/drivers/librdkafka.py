@@ -63,6 +63,7 @@ from producer_core.core.memory import BlockedGenerator
 from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.gc_quiet import quiet_gc
 from producer_core.drivers.generator import ClientBatching, Generator
+from producer_core.drivers.librdkafka_collector import CollectorStats
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
 from producer_core.drivers.run_types import (
     PROGRESS_INTERVAL_S,
@@ -215,8 +216,11 @@ class LibrdkafkaRun:
         bootstrap: str,
         on_progress: Callable[[Progress], None] | None = None,
         deliveries: list[Delivery] | None = None,
+        mode: str = "librdkafka",
     ) -> None:
         self.workload = workload
+        self.mode = mode
+        """librdkafka, or a mode that runs it under names of its own (librdkafka-broker)."""
         self.settings = settings
         self.bootstrap = bootstrap
         self.on_progress = on_progress
@@ -277,7 +281,8 @@ class LibrdkafkaRun:
         self._errors: Counter[str] = Counter()
         self._fatal: str | None = None
         self._idempotence_state = ""
-        self.config, self.used_settings = librdkafka_config(settings)
+        self.collector = CollectorStats()  # the patched library's (mode librdkafka-broker)
+        self.config, self.used_settings = librdkafka_config(settings, mode)
         self.metrics.idempotence = {"enabled": settings.idempotent}
         self.intervals = IntervalRecorder.for_callback(on_progress, expected_run_s(workload))
 
@@ -363,6 +368,7 @@ class LibrdkafkaRun:
             produced = broker.get("req", {}).get("Produce", 0)
             self._produce_requests[node] = max(self._produce_requests.get(node, 0), produced)
             self._retries[node] = max(self._retries.get(node, 0), broker.get("txretries", 0))
+            self.collector.update(node, broker.get("batch_collector"))
             rtt = broker.get("rtt", {})
             if rtt.get("cnt"):  # µs, per window
                 self._rtt_p50.append((rtt["cnt"], rtt["p50"] / 1000.0))
@@ -541,7 +547,7 @@ class LibrdkafkaRun:
         warnings.extend(self.settings.warnings)
         if self._errors:
             warnings.append(f"librdkafka reported errors: {dict(self._errors)}.")
-        if batches != requests:
+        if batches != requests and not self.collector.seen:
             warnings.append(
                 f"librdkafka built {batches} partition batches in {requests} Produce "
                 "requests: partitions and bytes per request show only their means, and "
@@ -549,8 +555,9 @@ class LibrdkafkaRun:
             )
         from confluent_kafka import libversion, version
 
+        collector = self.collector.section()
         return Results.of_run(
-            "librdkafka", self.workload, dict(self.used_settings), self.bootstrap, m,
+            self.mode, self.workload, dict(self.used_settings), self.bootstrap, m,
             start=self.start, end=end, intended=self._intended, warnings=warnings,
             client=Section("librdkafka", {
                 "version": _version_text(libversion()),
@@ -562,7 +569,9 @@ class LibrdkafkaRun:
                 "batches": batches,
                 "rtt_p50_ms": round(_weighted_median(self._rtt_p50), 3),
                 "rtt_max_ms": round(self._rtt_max, 3),
+                **({"batch_collector": self.collector.by_broker()} if collector else {}),
             }),
+            policy=Section("collector", collector) if collector else None,
         )
 
 
@@ -597,12 +606,12 @@ async def run_async(call: RunCall) -> Results:
     """Run one workload through librdkafka; the same call and Results as the engine's.
     ``librdkafka@VERSION`` runs that confluent-kafka release in a child process."""
     _check_message_fits(call.workload.topic_specs(), call.settings)
-    version = parse_label(call.mode).version
-    if version is not None:
+    label = parse_label(call.mode)
+    if label.version is not None:
         from producer_core.drivers.librdkafka_versions import run_out_of_process
 
-        return await run_out_of_process(call, version)
+        return await run_out_of_process(call, label.version)
     runner = LibrdkafkaRun(call.workload, call.settings, call.bootstrap, call.on_progress,
-                           call.deliveries)
+                           call.deliveries, label.base)
     return await run_in_thread(runner, call, abort=lambda: runner.stop.set())
 

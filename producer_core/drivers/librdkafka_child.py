@@ -15,11 +15,12 @@ from producer_core.errors import KbatchError
 def main() -> int:
     workload, settings, mode, bootstrap, want_deliveries = pickle.load(sys.stdin.buffer)
     from producer_core.drivers.librdkafka import run_async
+    from producer_core.modes.versions import base_mode
 
     deliveries: list | None = [] if want_deliveries else None
     try:
         # the mode without its version: this process is that release already
-        results = asyncio.run(run_async(workload, settings, "librdkafka", bootstrap, None,
+        results = asyncio.run(run_async(workload, settings, base_mode(mode), bootstrap, None,
                                         deliveries, None))
     except KbatchError as exc:
         sys.stdout.buffer.write(pickle.dumps(("error", exc)))

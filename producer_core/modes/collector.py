@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from producer_core.modes.spec import SettingSpec
 
-COLLECTOR_MODE_NAMES = ("broker", "adaptive", "aimd")
+COLLECTOR_MODE_NAMES = ("broker", "adaptive", "aimd", "librdkafka-broker")
 
 MAX_PARTITIONS = SettingSpec(
     "broker.batch.max.partitions", -1, "int", "send a broker's collection early once this "

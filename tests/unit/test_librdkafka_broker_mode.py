@@ -1,0 +1,94 @@
+"""Mode librdkafka-broker's pure parts (issue 45): its settings are mode broker's names,
+always passed to the patched library; what it refuses and ignores; the registry derives
+its window; and the patched library's collector statistics become the results'
+``collector`` section, the one mode broker writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from producer_core.config import build_settings
+from producer_core.drivers.librdkafka_collector import CollectorStats
+from producer_core.errors import ConfigError
+from producer_core.modes import MODES, mode
+from producer_core.modes.librdkafka import librdkafka_config
+
+NAME = "librdkafka-broker"
+
+
+def test_the_collector_settings_are_always_passed_under_the_seeds_names() -> None:
+    config, used = librdkafka_config(build_settings(mode=NAME), NAME)
+    assert config["broker.linger.ms"] == "5"  # the seed's defaults, said explicitly
+    assert config["broker.batch.max.partitions"] == "-1"
+    assert config["broker.batch.max.bytes"] == "-1"
+    assert config["acks"] == "all" and config["enable.idempotence"] == "true"
+    assert "linger.ms" not in config and "produce.request.max.partitions" not in config
+    assert used["broker.linger.ms"] == 5
+
+
+def test_mode_brokers_settings_map_one_to_one() -> None:
+    settings = build_settings({"broker.linger.ms": "500", "broker.batch.max.partitions": "100",
+                               "broker.batch.max.bytes": "10485760",
+                               "produce.request.max.partitions": "50",
+                               "max.request.size": "2097152"}, mode=NAME)
+    config, _ = librdkafka_config(settings, NAME)
+    assert config["broker.linger.ms"] == "500"
+    assert config["broker.batch.max.partitions"] == "100"
+    assert config["broker.batch.max.bytes"] == "10485760"
+    assert config["produce.request.max.partitions"] == "50"
+    assert config["message.max.bytes"] == "2097152"  # mode librdkafka's mapping stays
+
+
+def test_linger_ms_is_ignored_with_a_warning_as_in_mode_broker() -> None:
+    settings = build_settings({"linger.ms": "20"}, mode=NAME)
+    config, _ = librdkafka_config(settings, NAME)
+    assert "linger.ms" not in config
+    assert any("linger.ms is ignored in mode librdkafka-broker" in w for w in settings.warnings)
+
+
+def test_settings_the_library_has_no_equivalent_of_are_refused() -> None:
+    with pytest.raises(ConfigError, match="librdkafka-broker has no equivalent of "
+                                          "adaptive.linger.max.ms"):
+        build_settings({"adaptive.linger.max.ms": "100"}, mode=NAME)
+
+
+def test_stock_librdkafka_still_refuses_the_collector_settings() -> None:
+    with pytest.raises(ConfigError, match="no equivalent of broker.linger.ms"):
+        build_settings({"broker.linger.ms": "100"}, mode="librdkafka")
+    config, _ = librdkafka_config(build_settings(mode="librdkafka"))
+    assert "broker.linger.ms" not in config
+
+
+def test_the_registry_derives_its_window_and_place() -> None:
+    spec = mode(NAME)
+    assert NAME in MODES and MODES.index(NAME) == MODES.index("librdkafka") + 1
+    assert spec.window == spec.sweep_window == "broker.linger.ms"
+    assert spec.install and spec.driver and not spec.request_log and spec.versions is None
+
+
+def test_compare_modes_linger_ms_sets_the_collectors_window() -> None:
+    from producer_core.analysis.compare import parse_mode_configs
+
+    runs = parse_mode_configs(["broker", NAME], [], (), 500)
+    for run in runs:
+        assert run.settings["broker.linger.ms"] == 500
+
+
+def test_collector_statistics_become_mode_brokers_section() -> None:
+    stats = CollectorStats()
+    assert stats.section() is None and not stats.seen  # stock librdkafka: no section
+    stats.update(1, {"sends": 10, "partitions_avg": 300.0, "wait_avg_ms": 500.0,
+                     "trigger_flush": 1, "trigger_partitions": 0, "trigger_bytes": 2,
+                     "trigger_linger": 7})
+    stats.update(1, None)  # an emit without the object changes nothing
+    stats.update(2, {"sends": 30, "partitions_avg": 100.0, "wait_avg_ms": 100.0,
+                     "trigger_flush": 0, "trigger_partitions": 0, "trigger_bytes": 0,
+                     "trigger_linger": 30})
+    section = stats.section()
+    assert section is not None
+    assert section["sends"] == 40
+    assert section["sends_by_reason"] == {"flush": 1, "max_partitions": 0, "max_bytes": 2,
+                                          "broker_linger": 37}
+    assert section["partitions_per_send"] == {"mean": 150.0}  # weighted by sends
+    assert section["collecting_for"] == {"mean_ms": 200.0}
+    assert set(stats.by_broker()) == {"1", "2"}
