@@ -25,7 +25,13 @@ from pathlib import Path
 
 from producer_core.brokers.kafka_dist import cache_root
 from producer_core.drivers.librdkafka_build import check_tree, register_build, tree_digest
-from producer_core.drivers.librdkafka_patches import apply_series, patch_series, series_digest
+from producer_core.drivers.librdkafka_patches import (
+    PACKAGE_DIR,
+    REPO_DIR,
+    apply_series,
+    patch_series,
+    series_digest,
+)
 from producer_core.drivers.librdkafka_source import (
     CRATE,
     CRATE_VERSION,
@@ -65,6 +71,11 @@ def cached_label(key: str) -> str | None:
 def ensure_build(progress: Callable[[str], None]) -> str:
     """The version label (``build-<hash>``) of the patched build, made on first use."""
     patches = patch_series()
+    if not patches:
+        raise UsageError(f"Mode {MODE} runs librdkafka with the project's patch series, and "
+                         f"this kbatch has none (no *.patch in {PACKAGE_DIR} nor in "
+                         f"{REPO_DIR}): reinstall kbatch from a checkout that has "
+                         "clients/librdkafka/patches. Nothing was started.")
     key = series_digest(patches, base_name())
     label = cached_label(key)
     if label is not None:

@@ -83,6 +83,13 @@ def test_the_key_follows_every_patchs_bytes_and_the_base(tmp_path: Path) -> None
     assert series_digest(patch_series(folder), "rdkafka-sys 4.10.0") != key
 
 
+def test_no_series_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(librdkafka_patched, "patch_series", lambda: [])
+    with pytest.raises(UsageError, match="has none .* reinstall kbatch"):
+        librdkafka_patched.ensure_build(lambda text: None)
+
+
 def test_the_series_is_package_data_and_the_checkouts_folder() -> None:
     # in a checkout the package's folder is the repository's, through a symlink
     # (setuptools copies what it points at into a wheel)
@@ -97,6 +104,8 @@ def test_without_cargo_the_mode_says_what_to_install(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv(librdkafka_source.TREE_ENV, raising=False)
     monkeypatch.setattr(librdkafka_patched, "find_cargo", lambda: None)
+    folder = series(tmp_path / "p", **{"0001-y.patch": ONE})
+    monkeypatch.setattr(librdkafka_patched, "patch_series", lambda: patch_series(folder))
     with pytest.raises(UsageError) as raised:
         librdkafka_patched.ensure_build(lambda text: None)
     message = str(raised.value)
