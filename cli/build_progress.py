@@ -6,12 +6,11 @@ it comes, so the log says what took the time."""
 
 from __future__ import annotations
 
-import time
 from types import TracebackType
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 COUNTING_PREFIX = "Compiling "
 """Lines that update a running step's count (not a new step): not printed on a terminal."""
@@ -23,27 +22,23 @@ class BuildProgress:
     def __init__(self, console: Console) -> None:
         self.console = console
         self._live: Progress | None = None
-        self._task: int | None = None
-        self._began = time.monotonic()
+        self._task: TaskID | None = None
 
     def __call__(self, text: str) -> None:
         if not self.console.is_terminal:
             self.console.print(escape(text), soft_wrap=True, highlight=False)
             return
-        if not text.startswith(COUNTING_PREFIX):
-            self.console.print(escape(text), soft_wrap=True, highlight=False)
-        if text.endswith("..."):
-            if self._live is None:
-                self._live = Progress(SpinnerColumn(), TextColumn("{task.description}"),
-                                      TimeElapsedColumn(), console=self.console,
-                                      transient=True)
-                self._live.start()
-                self._task = self._live.add_task(escape(text), total=None)
-            else:
-                assert self._task is not None
-                self._live.update(self._task, description=escape(text))  # type: ignore[arg-type]
-        else:
-            self._stop()
+        if text.startswith(COUNTING_PREFIX) and self._live is not None:
+            assert self._task is not None  # the running step's count: same step, same clock
+            self._live.update(self._task, description=escape(text), refresh=True)
+            return
+        self._stop()
+        self.console.print(escape(text), soft_wrap=True, highlight=False)
+        if text.endswith("..."):  # a step that goes on: a spinner and its own clock
+            self._live = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                  TimeElapsedColumn(), console=self.console, transient=True)
+            self._live.start()
+            self._task = self._live.add_task(escape(text), total=None)
 
     def _stop(self) -> None:
         if self._live is not None:
