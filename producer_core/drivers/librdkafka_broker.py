@@ -4,8 +4,10 @@ first use) run out of process exactly as any other build of librdkafka is
 mode librdkafka, under this mode's property names (`modes.librdkafka_broker`).
 
 `requests_sent` is the library's own count, ``brokers[*].req.Produce`` of its statistics,
-as in mode librdkafka: a request that carries many partitions is still one request there
-and one frame on the wire (tests/integration/test_librdkafka_broker.py checks both)."""
+as in mode librdkafka. librdkafka adds 1 to it when a request's buffer has been written to
+the socket in full (``rd_kafka_send`` in rdkafka_broker.c of 2.12.1), whatever the request
+holds: a request that carries many partitions is one request there, one frame on the wire
+and one Produce for Kafka (tests/integration/test_librdkafka_broker.py checks the wire)."""
 
 from __future__ import annotations
 
