@@ -52,6 +52,10 @@ come from)."""
 ALWAYS_PASSED = ("acks", "client.id", "enable.idempotence")
 """Passed even at their defaults: kbatch's defaults (Java's) differ from librdkafka's."""
 
+PATCHED_MAX_PARTITIONS = 100_000
+"""The largest `produce.request.max.partitions` the patched librdkafka takes (its range is
+1..100000; kbatch's -1 means no bound)."""
+
 CLIENT_NAMES: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {}
 """Modes that run librdkafka under names of their own: mode -> (kbatch setting -> property,
 the settings passed even at their defaults). Filled by those modes' modules
@@ -115,6 +119,8 @@ def librdkafka_config(settings: ProducerSettings, mode: str = "librdkafka"
         used[key] = value
         if key == "buffer.memory":
             value = max(1, math.ceil(value / 1024))
+        if key == "produce.request.max.partitions" and value <= 0:
+            value = PATCHED_MAX_PARTITIONS  # kbatch's -1 (no bound): the library's largest
         config[name] = str(value)
     if "max.block.ms" in settings.explicit:
         used["max.block.ms"] = settings["max.block.ms"]

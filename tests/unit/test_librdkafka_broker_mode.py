@@ -92,3 +92,36 @@ def test_collector_statistics_become_mode_brokers_section() -> None:
     assert section["partitions_per_send"] == {"mean": 150.0}  # weighted by sends
     assert section["collecting_for"] == {"mean_ms": 200.0}
     assert set(stats.by_broker()) == {"1", "2"}
+
+
+def test_no_bound_on_partitions_per_request_is_the_librarys_largest() -> None:
+    settings = build_settings({"produce.request.max.partitions": "-1"}, mode=NAME)
+    assert librdkafka_config(settings, NAME)[0]["produce.request.max.partitions"] == "100000"
+
+
+def test_the_patched_librarys_statistics_make_the_runs_figures() -> None:
+    """One statistics emit of the patched library, as LibrdkafkaRun reads it: Produce
+    requests per broker, the partitions they carried, and each broker's collector."""
+    import json
+
+    from producer_core.drivers.librdkafka import LibrdkafkaRun
+    from producer_core.workload.workload import Workload
+
+    run = LibrdkafkaRun(Workload(topic="t", partitions=6, rate=10, duration_s=1),
+                        build_settings(mode=NAME), "127.0.0.1:1", mode=NAME)
+    collector = {"sends": 4, "partitions_avg": 3.0, "wait_avg_ms": 100.0, "trigger_flush": 1,
+                 "trigger_partitions": 0, "trigger_bytes": 0, "trigger_linger": 3}
+    brokers = {f"b{n}": {"nodeid": n, "req": {"Produce": 4}, "produce_requests": 4,
+                         "produce_partitions": 12, "batch_collector": collector}
+               for n in (1, 2)}
+    run._on_stats(json.dumps({"brokers": brokers, "topics": {
+        "t": {"batchcnt": {"cnt": 24, "sum": 24}, "batchsize": {"cnt": 24, "sum": 2400,
+                                                                 "p50": 100, "max": 100}}}}))
+    doc = run._results(0.0).to_dict()
+    assert doc["mode"] == NAME and doc["requests_sent"] == 8
+    assert doc["partitions_per_request"]["mean"] == 3.0  # 24 partition sets in 8 requests
+    assert doc["librdkafka"]["produce_partitions_by_broker"] == {"1": 12, "2": 12}
+    assert doc["collector"]["sends"] == 8
+    assert doc["collector"]["sends_by_reason"]["broker_linger"] == 6
+    assert set(doc["librdkafka"]["batch_collector"]) == {"1", "2"}
+    assert not any("partition batches in" in w for w in doc["warnings"])
