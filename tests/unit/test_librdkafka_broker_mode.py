@@ -77,11 +77,13 @@ def test_compare_modes_linger_ms_sets_the_collectors_window() -> None:
 def test_collector_statistics_become_mode_brokers_section() -> None:
     stats = CollectorStats()
     assert stats.section() is None and not stats.seen  # stock librdkafka: no section
-    stats.update(1, {"sends": 10, "partitions_avg": 300.0, "wait_avg_ms": 500.0,
+    stats.update(1, {"enabled": True, "sends": 10, "requests": 20, "partitions": 3000,
+                     "partitions_avg": 300.0, "wait_us": 5_000_000, "wait_us_avg": 500_000,
                      "trigger_flush": 1, "trigger_partitions": 0, "trigger_bytes": 2,
                      "trigger_linger": 7})
     stats.update(1, None)  # an emit without the object changes nothing
-    stats.update(2, {"sends": 30, "partitions_avg": 100.0, "wait_avg_ms": 100.0,
+    stats.update(2, {"enabled": True, "sends": 30, "requests": 30, "partitions": 3000,
+                     "partitions_avg": 100.0, "wait_us": 3_000_000, "wait_us_avg": 100_000,
                      "trigger_flush": 0, "trigger_partitions": 0, "trigger_bytes": 0,
                      "trigger_linger": 30})
     section = stats.section()
@@ -89,9 +91,16 @@ def test_collector_statistics_become_mode_brokers_section() -> None:
     assert section["sends"] == 40
     assert section["sends_by_reason"] == {"flush": 1, "max_partitions": 0, "max_bytes": 2,
                                           "broker_linger": 37}
-    assert section["partitions_per_send"] == {"mean": 150.0}  # weighted by sends
+    assert section["partitions_per_send"] == {"mean": 150.0}  # totals over sends
+    assert section["requests_per_send"] == {"mean": 1.25}
     assert section["collecting_for"] == {"mean_ms": 200.0}
     assert set(stats.by_broker()) == {"1", "2"}
+
+
+def test_a_collector_that_is_off_makes_no_section() -> None:
+    stats = CollectorStats()
+    stats.update(1, {"enabled": False, "sends": 0})  # broker.linger.ms=-1: linger.ms
+    assert stats.section() is None
 
 
 def test_no_bound_on_partitions_per_request_is_the_librarys_largest() -> None:
@@ -109,8 +118,10 @@ def test_the_patched_librarys_statistics_make_the_runs_figures() -> None:
 
     run = LibrdkafkaRun(Workload(topic="t", partitions=6, rate=10, duration_s=1),
                         build_settings(mode=NAME), "127.0.0.1:1", mode=NAME)
-    collector = {"sends": 4, "partitions_avg": 3.0, "wait_avg_ms": 100.0, "trigger_flush": 1,
-                 "trigger_partitions": 0, "trigger_bytes": 0, "trigger_linger": 3}
+    collector = {"enabled": True, "sends": 4, "requests": 4, "partitions": 12,
+                 "partitions_avg": 3.0, "wait_us": 400_000, "wait_us_avg": 100_000,
+                 "trigger_flush": 1, "trigger_partitions": 0, "trigger_bytes": 0,
+                 "trigger_linger": 3}
     brokers = {f"b{n}": {"nodeid": n, "req": {"Produce": 4}, "produce_requests": 4,
                          "produce_partitions": 12, "batch_collector": collector}
                for n in (1, 2)}
