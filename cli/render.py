@@ -139,8 +139,12 @@ def client_text(result: dict[str, Any]) -> str | None:
     rdkafka = result.get("librdkafka")
     if isinstance(rdkafka, dict) and rdkafka.get("version"):
         python = rdkafka.get("confluent_kafka_version")
+        build = rdkafka.get("client_build")
+        patches = rdkafka.get("patches")
         return f"librdkafka {rdkafka['version']}" + (
-            f" (confluent-kafka {python})" if python else "")
+            f" (confluent-kafka {python})" if python else "") + (
+            f", build sha256 {str(build.get('sha256'))[:12]}" if isinstance(build, dict)
+            else "") + (f", patches {', '.join(patches)}" if patches else "")
     section = result.get("kafka_java")
     if not isinstance(section, dict) or not section.get("client_version"):
         return None

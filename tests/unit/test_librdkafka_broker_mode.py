@@ -136,3 +136,18 @@ def test_the_patched_librarys_statistics_make_the_runs_figures() -> None:
     assert doc["collector"]["sends_by_reason"]["broker_linger"] == 6
     assert set(doc["librdkafka"]["batch_collector"]) == {"1", "2"}
     assert not any("partition batches in" in w for w in doc["warnings"])
+
+
+def test_the_tables_name_the_collectors_sends_and_the_patched_build() -> None:
+    from cli.render import client_text, collector_text
+
+    run = {"collector": {"sends": 167, "sends_by_reason": {
+        "flush": 1, "max_partitions": 0, "max_bytes": 0, "broker_linger": 166},
+        "partitions_per_send": {"mean": 333.25}},
+        "librdkafka": {"version": "2.12.1", "confluent_kafka_version": "2.12.1",
+                       "client_build": {"sha256": "44f012bad618" + "0" * 52},
+                       "patches": ["0001-a.patch", "0002-b.patch"]}}
+    assert collector_text(run) == "167 (flush 1, broker_linger 166), 333.2"
+    assert client_text(run) == ("librdkafka 2.12.1 (confluent-kafka 2.12.1), build sha256 "
+                                "44f012bad618, patches 0001-a.patch, 0002-b.patch")
+    assert collector_text({"mode": "partition"}) is None
