@@ -107,7 +107,7 @@ def summary_table(result: dict[str, Any]) -> Table:
         table.add_row(name, value)
     collector = collector_text(result)
     if collector is not None:
-        table.add_row("collector sends (by trigger), partitions per send", collector)
+        table.add_row("collector (sends by trigger)", collector)
     client = client_text(result)
     if client is not None:
         table.add_row("client (as it reports itself)", client)
@@ -119,14 +119,16 @@ def summary_table(result: dict[str, Any]) -> Table:
 def collector_text(result: dict[str, Any]) -> str | None:
     """A collector mode's sends by trigger: kbatch's own (mode broker ...) or the patched
     librdkafka's statistics (mode librdkafka-broker), from the results' ``collector``
-    section: ``167 (broker_linger 160, flush 7), 333.0``; None without one."""
+    section: ``167 sends (flush 7, broker_linger 160), 333.0 partitions per send``; None
+    without one."""
     collector = result.get("collector")
     if not isinstance(collector, dict) or "sends_by_reason" not in collector:
         return None
     reasons = ", ".join(f"{k} {v:,}" for k, v in collector["sends_by_reason"].items() if v)
-    text = f"{collector.get('sends', 0):,}" + (f" ({reasons})" if reasons else "")
+    text = f"{collector.get('sends', 0):,} sends" + (f" ({reasons})" if reasons else "")
     per_send = (collector.get("partitions_per_send") or {}).get("mean")
-    return text + (f", {per_send:,.1f}" if isinstance(per_send, int | float) else "")
+    return text + (f", {per_send:,.1f} partitions per send"
+                   if isinstance(per_send, int | float) else "")
 
 
 CLIENT_FIGURES = ("linger.ms", "batch.size")
@@ -361,8 +363,7 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
         text = client_text(run)
         collector = collector_text(run)
         if collector is not None:
-            text = f"collector sends (by trigger), partitions per send {collector}" + (
-                f"; {text}" if text else "")
+            text = f"collector {collector}" + (f"; {text}" if text else "")
         if text is not None and run.get("mode") in modes:
             clients.setdefault(run["mode"], text)
     table.caption = ("p50_ms ... max_ms: ack latency (intended send → acknowledgement)" + (

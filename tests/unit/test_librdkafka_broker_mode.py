@@ -147,7 +147,8 @@ def test_the_tables_name_the_collectors_sends_and_the_patched_build() -> None:
         "librdkafka": {"version": "2.12.1", "confluent_kafka_version": "2.12.1",
                        "client_build": {"sha256": "44f012bad618" + "0" * 52},
                        "patches": ["0001-a.patch", "0002-b.patch"]}}
-    assert collector_text(run) == "167 (flush 1, broker_linger 166), 333.2"
+    assert collector_text(run) == ("167 sends (flush 1, broker_linger 166), 333.2 partitions "
+                                   "per send")
     assert client_text(run) == ("librdkafka 2.12.1 (confluent-kafka 2.12.1), build sha256 "
                                 "44f012bad618, patches 0001-a.patch, 0002-b.patch")
     assert collector_text({"mode": "partition"}) is None
