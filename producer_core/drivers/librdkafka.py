@@ -606,7 +606,7 @@ def _weighted_median(points: list[tuple[int, float]]) -> float:
     return points[-1][1]
 
 
-def _check_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings) -> None:
+def check_librdkafka_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings) -> None:
     """The engine's check, against librdkafka's request limit (message.max.bytes)."""
     limit = settings.max_request_size if "max.request.size" in settings.explicit else 1_000_000
     check_message_fits(specs, limit, "librdkafka's message.max.bytes")
@@ -616,7 +616,7 @@ def _check_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings
 async def run_async(call: RunCall) -> Results:
     """Run one workload through librdkafka; the same call and Results as the engine's.
     ``librdkafka@VERSION`` runs that confluent-kafka release in a child process."""
-    _check_message_fits(call.workload.topic_specs(), call.settings)
+    check_librdkafka_message_fits(call.workload.topic_specs(), call.settings)
     label = parse_label(call.mode)
     if label.version is not None:
         from producer_core.drivers.librdkafka_versions import run_out_of_process

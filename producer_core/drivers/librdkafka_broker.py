@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from producer_core.drivers.librdkafka import _check_message_fits
+from producer_core.drivers.librdkafka import check_librdkafka_message_fits
 from producer_core.drivers.run_types import RunCall, run_driver
 from producer_core.results.metrics import Results
 
@@ -30,7 +30,7 @@ async def run_async(call: RunCall) -> Results:
     from producer_core.drivers.librdkafka_patches import patch_series
     from producer_core.drivers.librdkafka_versions import run_out_of_process
 
-    _check_message_fits(call.workload.topic_specs(), call.settings)
+    check_librdkafka_message_fits(call.workload.topic_specs(), call.settings)
     label = await asyncio.to_thread(ensure_build, _stderr)  # cached: at once
     results = await run_out_of_process(call, label)
     if results.client is not None:  # which patches the build has
