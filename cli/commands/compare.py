@@ -39,7 +39,8 @@ from cli.options.txn import transaction_options
                    "--mode-config broker:broker.linger.ms=500. Repeatable.")
 @click.option("--linger-ms", type=click.IntRange(0, 900_000), default=None,
               help="One linger window for every mode: sets linger.ms (librdkafka, "
-                   "partition, java, none), broker.linger.ms for mode broker, or "
+                   "partition, java, none), broker.linger.ms for modes broker and "
+                   "librdkafka-broker, or "
                    "bruce.combined.max.delay.ms for mode bruce; modes "
                    "adaptive and aimd choose their own window and get none. "
                    "--mode-config still wins.")

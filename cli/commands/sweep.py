@@ -30,7 +30,8 @@ DEFAULT_WINDOWS = "0,1,2,5,10,20,50,100,200,500"
 @click.option("--windows", "windows_text", default=DEFAULT_WINDOWS, show_default=True,
               metavar="MS[,MS...]",
               help="Linger windows, each applied to the mode's own window setting: "
-                   "linger.ms (partition, java, librdkafka), broker.linger.ms (broker), "
+                   "linger.ms (partition, java, librdkafka), broker.linger.ms (broker, "
+                   "librdkafka-broker), "
                    "bruce.combined.max.delay.ms (bruce), the upper bound "
                    "adaptive.linger.max.ms / aimd.linger.max.ms (adaptive, aimd, which choose "
                    "their window below it); mode none has no window and runs once.")

@@ -105,12 +105,30 @@ def summary_table(result: dict[str, Any]) -> Table:
                       f"({idempotence.get('epoch_bumps', 0)})")
     for name, value in broker_cost_rows(result):
         table.add_row(name, value)
+    collector = collector_text(result)
+    if collector is not None:
+        table.add_row("collector (sends by trigger)", collector)
     client = client_text(result)
     if client is not None:
         table.add_row("client (as it reports itself)", client)
     if result.get("complete") is False:
         table.add_row("complete", "no: stopped before its end")
     return table
+
+
+def collector_text(result: dict[str, Any]) -> str | None:
+    """A collector mode's sends by trigger: kbatch's own (mode broker ...) or the patched
+    librdkafka's statistics (mode librdkafka-broker), from the results' ``collector``
+    section: ``167 sends (flush 7, broker_linger 160), 333.0 partitions per send``; None
+    without one."""
+    collector = result.get("collector")
+    if not isinstance(collector, dict) or "sends_by_reason" not in collector:
+        return None
+    reasons = ", ".join(f"{k} {v:,}" for k, v in collector["sends_by_reason"].items() if v)
+    text = f"{collector.get('sends', 0):,} sends" + (f" ({reasons})" if reasons else "")
+    per_send = (collector.get("partitions_per_send") or {}).get("mean")
+    return text + (f", {per_send:,.1f} partitions per send"
+                   if isinstance(per_send, int | float) else "")
 
 
 CLIENT_FIGURES = ("linger.ms", "batch.size")
@@ -123,14 +141,18 @@ def client_text(result: dict[str, Any]) -> str | None:
     rdkafka = result.get("librdkafka")
     if isinstance(rdkafka, dict) and rdkafka.get("version"):
         python = rdkafka.get("confluent_kafka_version")
+        build = rdkafka.get("client_build")
+        patches = rdkafka.get("patches")
         return f"librdkafka {rdkafka['version']}" + (
-            f" (confluent-kafka {python})" if python else "")
+            f" (confluent-kafka {python})" if python else "") + (
+            f", build sha256 {str(build.get('sha256'))[:12]}" if isinstance(build, dict)
+            else "") + (f", patches {', '.join(patches)}" if patches else "")
     go = result.get("go_client")
     if isinstance(go, dict) and go.get("client_version"):
-        build = go.get("client_build")
-        if isinstance(build, dict):
-            return (f"{go.get('client')} {build.get('module_version')} (build "
-                    f"{build.get('path')}, sha256 {str(build.get('sha256'))[:12]})")
+        go_build = go.get("client_build")
+        if isinstance(go_build, dict):
+            return (f"{go.get('client')} {go_build.get('module_version')} (build "
+                    f"{go_build.get('path')}, sha256 {str(go_build.get('sha256'))[:12]})")
         return f"{go.get('client')} {go['client_version']}"
     section = result.get("kafka_java")
     if not isinstance(section, dict) or not section.get("client_version"):
@@ -346,6 +368,9 @@ def comparison_table(document: dict[str, Any], width: int | None = None) -> Tabl
     clients: dict[str, str] = {}
     for run in document.get("runs", []):
         text = client_text(run)
+        collector = collector_text(run)
+        if collector is not None:
+            text = f"collector {collector}" + (f"; {text}" if text else "")
         if text is not None and run.get("mode") in modes:
             clients.setdefault(run["mode"], text)
     table.caption = ("p50_ms ... max_ms: ack latency (intended send → acknowledgement)" + (

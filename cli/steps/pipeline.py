@@ -67,7 +67,7 @@ def install_clients(modes: Sequence[str]) -> None:
     """Fetch and build the clients the modes name (``kafka-java@3.9.1``: that release,
     once per user), with a progress line on first use, before any broker starts: a
     version its registry does not have is a usage error (exit 2) with nothing started."""
-    with InstallProgress() as progress:  # lines, and a bar while a download runs
+    with InstallProgress() as progress:  # step lines and spinners, a bar while downloading
         modes_install(modes, progress)
 
 

@@ -63,6 +63,7 @@ from producer_core.core.memory import BlockedGenerator
 from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.gc_quiet import quiet_gc
 from producer_core.drivers.generator import ClientBatching, Generator
+from producer_core.drivers.librdkafka_collector import CollectorStats
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
 from producer_core.drivers.run_types import (
     PROGRESS_INTERVAL_S,
@@ -215,8 +216,11 @@ class LibrdkafkaRun:
         bootstrap: str,
         on_progress: Callable[[Progress], None] | None = None,
         deliveries: list[Delivery] | None = None,
+        mode: str = "librdkafka",
     ) -> None:
         self.workload = workload
+        self.mode = mode
+        """librdkafka, or a mode that runs it under names of its own (librdkafka-broker)."""
         self.settings = settings
         self.bootstrap = bootstrap
         self.on_progress = on_progress
@@ -265,6 +269,9 @@ class LibrdkafkaRun:
         self._last_delivery = 0.0
         self._stats_seen = 0
         self._produce_requests: dict[int, int] = {}
+        self._produce_partitions: dict[int, int] = {}
+        """Partition MessageSets put in ProduceRequests, per broker: the patched library
+        counts them (`produce_partitions`); stock librdkafka does not (one per request)."""
         self._retries: dict[int, int] = {}
         self._batches: Counter[str] = Counter()  # topic -> partition batches built
         self._batch_records: Counter[str] = Counter()
@@ -276,7 +283,8 @@ class LibrdkafkaRun:
         self._errors: Counter[str] = Counter()
         self._fatal: str | None = None
         self._idempotence_state = ""
-        self.config, self.used_settings = librdkafka_config(settings)
+        self.collector = CollectorStats()  # the patched library's (mode librdkafka-broker)
+        self.config, self.used_settings = librdkafka_config(settings, mode)
         self.metrics.idempotence = {"enabled": settings.idempotent}
         self.intervals = IntervalRecorder.for_callback(on_progress, expected_run_s(workload))
 
@@ -361,7 +369,11 @@ class LibrdkafkaRun:
                 continue
             produced = broker.get("req", {}).get("Produce", 0)
             self._produce_requests[node] = max(self._produce_requests.get(node, 0), produced)
+            if "produce_partitions" in broker:  # the patched library (multi-partition)
+                self._produce_partitions[node] = max(self._produce_partitions.get(node, 0),
+                                                     broker["produce_partitions"])
             self._retries[node] = max(self._retries.get(node, 0), broker.get("txretries", 0))
+            self.collector.update(node, broker.get("batch_collector"))
             rtt = broker.get("rtt", {})
             if rtt.get("cnt"):  # µs, per window
                 self._rtt_p50.append((rtt["cnt"], rtt["p50"] / 1000.0))
@@ -527,6 +539,8 @@ class LibrdkafkaRun:
         m.records_sent = sum(self._batch_records.values())
         m.bytes_sent = sum(self._batch_bytes.values())
         batches = sum(self._batches.values())
+        if self._produce_partitions:  # counted per request by the library itself
+            batches = sum(self._produce_partitions.values())
         m.client_counts = ClientCounts(
             requests=requests, batches=batches,
             batch_bytes_p50=_weighted_median(self._batch_p50), batch_bytes_max=self._batch_max,
@@ -540,7 +554,7 @@ class LibrdkafkaRun:
         warnings.extend(self.settings.warnings)
         if self._errors:
             warnings.append(f"librdkafka reported errors: {dict(self._errors)}.")
-        if batches != requests:
+        if batches != requests and self.mode == "librdkafka":  # librdkafka-broker: its docs
             warnings.append(
                 f"librdkafka built {batches} partition batches in {requests} Produce "
                 "requests: partitions and bytes per request show only their means, and "
@@ -548,8 +562,9 @@ class LibrdkafkaRun:
             )
         from confluent_kafka import libversion, version
 
+        collector = self.collector.section()
         return Results.of_run(
-            "librdkafka", self.workload, dict(self.used_settings), self.bootstrap, m,
+            self.mode, self.workload, dict(self.used_settings), self.bootstrap, m,
             start=self.start, end=end, intended=self._intended, warnings=warnings,
             client=Section("librdkafka", {
                 "version": _version_text(libversion()),
@@ -559,9 +574,14 @@ class LibrdkafkaRun:
                 "produce_requests_by_broker": {
                     str(k): v for k, v in sorted(self._produce_requests.items())},
                 "batches": batches,
+                **({"produce_partitions_by_broker": {
+                    str(k): v for k, v in sorted(self._produce_partitions.items())}}
+                   if self._produce_partitions else {}),
                 "rtt_p50_ms": round(_weighted_median(self._rtt_p50), 3),
                 "rtt_max_ms": round(self._rtt_max, 3),
+                **({"batch_collector": self.collector.by_broker()} if collector else {}),
             }),
+            policy=Section("collector", collector) if collector else None,
         )
 
 
@@ -585,7 +605,7 @@ def _weighted_median(points: list[tuple[int, float]]) -> float:
     return points[-1][1]
 
 
-def _check_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings) -> None:
+def check_librdkafka_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings) -> None:
     """The engine's check, against librdkafka's request limit (message.max.bytes)."""
     limit = settings.max_request_size if "max.request.size" in settings.explicit else 1_000_000
     check_message_fits(specs, limit, "librdkafka's message.max.bytes")
@@ -595,13 +615,13 @@ def _check_message_fits(specs: tuple[TopicSpec, ...], settings: ProducerSettings
 async def run_async(call: RunCall) -> Results:
     """Run one workload through librdkafka; the same call and Results as the engine's.
     ``librdkafka@VERSION`` runs that confluent-kafka release in a child process."""
-    _check_message_fits(call.workload.topic_specs(), call.settings)
-    version = parse_label(call.mode).version
-    if version is not None:
+    check_librdkafka_message_fits(call.workload.topic_specs(), call.settings)
+    label = parse_label(call.mode)
+    if label.version is not None:
         from producer_core.drivers.librdkafka_versions import run_out_of_process
 
-        return await run_out_of_process(call, version)
+        return await run_out_of_process(call, label.version)
     runner = LibrdkafkaRun(call.workload, call.settings, call.bootstrap, call.on_progress,
-                           call.deliveries)
+                           call.deliveries, label.base)
     return await run_in_thread(runner, call, abort=lambda: runner.stop.set())
 

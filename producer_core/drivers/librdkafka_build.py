@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -91,20 +92,48 @@ def compiler_errors(output: str, lines: int = 5) -> str:
     return "; ".join(chosen) or "(nothing)"
 
 
-def _run(command: list[str], cwd: Path, what: str, tree: Path) -> None:
+COMPILED = re.compile(r"\s-c\s+(\S+\.c)\b")
+"""A compiler line of librdkafka's make: one C file compiled."""
+COMPILED_STEP = 20
+"""A progress line every this many C files compiled (librdkafka has about 90)."""
+
+
+def _run(command: list[str], cwd: Path, what: str, tree: Path,
+         progress: Callable[[str], None] | None = None) -> None:
+    """Run one build step; with `progress`, count the C files it compiles and say so."""
     try:
-        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
     except FileNotFoundError as exc:
         raise UsageError(f"--client-build librdkafka={tree}: {command[0]} is not installed "
                          "(building librdkafka needs a C compiler and make).") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise BrokerError(f"{what} of librdkafka from {tree} took over {BUILD_TIMEOUT_S} s."
-                          ) from exc
-    if proc.returncode != 0:
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(BUILD_TIMEOUT_S, kill)
+    timer.start()
+    lines: list[str] = []
+    compiled = 0
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if progress is not None and COMPILED.search(line):
+                compiled += 1
+                if compiled % COMPILED_STEP == 0:
+                    progress(f"Compiling librdkafka: {compiled} C files so far...")
+        code = proc.wait()
+    finally:
+        timer.cancel()
+    if timed_out.is_set():
+        raise BrokerError(f"{what} of librdkafka from {tree} took over {BUILD_TIMEOUT_S} s.")
+    if code != 0:
         raise UsageError(f"--client-build librdkafka={tree}: the tree does not build "
-                         f"({what} failed, exit code {proc.returncode}). The compiler said: "
-                         + compiler_errors(proc.stdout + proc.stderr))
+                         f"({what} failed, exit code {code}). The compiler said: "
+                         + compiler_errors("".join(lines)))
 
 
 def build_library(tree: Path, work: Path, progress: Callable[[str], None]) -> Path:
@@ -118,7 +147,7 @@ def build_library(tree: Path, work: Path, progress: Callable[[str], None]) -> Pa
     _run(["bash", "./configure", "--disable-gssapi", "--disable-curl"], source, "configure",
          tree)
     _run(["make", f"-j{os.cpu_count() or 1}", "-C", "src", "librdkafka.so.1"], source,
-         "make", tree)
+         "make", tree, progress)
     return source / "src" / "librdkafka.so.1"
 
 

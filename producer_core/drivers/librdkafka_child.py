@@ -20,13 +20,14 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it tells us on stdin
     workload, settings, mode, bootstrap, want_deliveries = pickle.load(sys.stdin.buffer)
     from producer_core.drivers.librdkafka import run_async
+    from producer_core.modes.versions import base_mode
 
     stop = threading.Event()
     threading.Thread(target=_stop_on_input, args=(stop,), daemon=True).start()
     deliveries: list | None = [] if want_deliveries else None
     try:
         # the mode without its version: this process is that release already
-        results = asyncio.run(run_async(workload, settings, "librdkafka", bootstrap, None,
+        results = asyncio.run(run_async(workload, settings, base_mode(mode), bootstrap, None,
                                         deliveries, stop))
     except KbatchError as exc:
         sys.stdout.buffer.write(pickle.dumps(("error", exc)))

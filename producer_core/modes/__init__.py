@@ -28,6 +28,7 @@ from producer_core.modes.java import JAVA
 from producer_core.modes.kafka_go import KAFKA_GO
 from producer_core.modes.kafka_java import KAFKA_JAVA
 from producer_core.modes.librdkafka import LIBRDKAFKA
+from producer_core.modes.librdkafka_broker import LIBRDKAFKA_BROKER
 from producer_core.modes.partition import NONE, PARTITION
 from producer_core.modes.sarama import SARAMA
 from producer_core.modes.spec import ModeSpec, SettingSpec
@@ -52,6 +53,7 @@ REGISTRY: tuple[ModeSpec, ...] = (
     JAVA,
     BRUCE,
     LIBRDKAFKA,
+    LIBRDKAFKA_BROKER,
     ADAPTIVE,
     AIMD,
     KAFKA_JAVA,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 LINGER = SettingSpec(
     "broker.linger.ms", 5, "int", "broker-level linger: how long a broker's batch collector "
     "gathers partitions, timed from the first partition it collects", 0, 900_000,
-    modes=("broker",))
+    modes=("broker", "librdkafka-broker"))
 
 
 def broker_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,

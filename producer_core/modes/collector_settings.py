@@ -1,11 +1,12 @@
-"""The settings the broker-level collector modes (broker, adaptive, aimd) share: when a
-broker's collection is sent early. Not a mode: each collector mode lists these."""
+"""The settings the broker-level collector modes (broker, librdkafka-broker, adaptive,
+aimd) share: when a broker's collection is sent early. Not a mode: each collector mode
+lists these."""
 
 from __future__ import annotations
 
 from producer_core.modes.spec import SettingSpec
 
-COLLECTOR_MODE_NAMES = ("broker", "adaptive", "aimd")
+COLLECTOR_MODE_NAMES = ("broker", "librdkafka-broker", "adaptive", "aimd")
 
 MAX_PARTITIONS = SettingSpec(
     "broker.batch.max.partitions", -1, "int", "send a broker's collection early once this "

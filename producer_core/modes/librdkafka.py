@@ -52,9 +52,19 @@ come from)."""
 ALWAYS_PASSED = ("acks", "client.id", "enable.idempotence")
 """Passed even at their defaults: kbatch's defaults (Java's) differ from librdkafka's."""
 
+PATCHED_MAX_PARTITIONS = 100_000
+"""The largest `produce.request.max.partitions` the patched librdkafka takes (its range is
+1..100000; kbatch's -1 means no bound)."""
+
+CLIENT_NAMES: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {}
+"""Modes that run librdkafka under names of their own: mode -> (kbatch setting -> property,
+the settings passed even at their defaults). Filled by those modes' modules
+(`modes.librdkafka_broker`); mode librdkafka uses `LIBRDKAFKA_NAMES` and `ALWAYS_PASSED`."""
+
 BATCH_NUM_MESSAGES = SettingSpec(
     "batch.num.messages", 10000, "int", "mode librdkafka only: messages per partition batch "
-    "at most (librdkafka's own setting)", 1, 1_000_000, modes=("librdkafka",))
+    "at most (librdkafka's own setting)", 1, 1_000_000,
+    modes=("librdkafka", "librdkafka-broker"))
 
 log = logging.getLogger("kbatch.librdkafka")
 log.addHandler(logging.NullHandler())
@@ -92,20 +102,25 @@ def check_built(settings: ProducerSettings) -> None:
         create_producer(librdkafka_config(settings)[0])
 
 
-def librdkafka_config(settings: ProducerSettings) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(librdkafka properties, the kbatch settings they came from) for these settings."""
+def librdkafka_config(settings: ProducerSettings, mode: str = "librdkafka"
+                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(librdkafka properties, the kbatch settings they came from) for these settings, in
+    mode librdkafka or a mode that names its own (`CLIENT_NAMES`: librdkafka-broker)."""
     from producer_core.security import redact
     from producer_core.workload.partitioners import Partitioning
+    names, always = CLIENT_NAMES.get(mode, (LIBRDKAFKA_NAMES, ALWAYS_PASSED))
     config: dict[str, Any] = {}
     used: dict[str, Any] = {}
-    for key in [*ALWAYS_PASSED, *sorted(settings.explicit)]:
-        name = LIBRDKAFKA_NAMES.get(key)
+    for key in [*always, *sorted(settings.explicit)]:
+        name = names.get(key)
         if name is None or key in used:
             continue
         value = settings[key]
         used[key] = value
         if key == "buffer.memory":
             value = max(1, math.ceil(value / 1024))
+        if key == "produce.request.max.partitions" and value <= 0:
+            value = PATCHED_MAX_PARTITIONS  # kbatch's -1 (no bound): the library's largest
         config[name] = str(value)
     if "max.block.ms" in settings.explicit:
         used["max.block.ms"] = settings["max.block.ms"]

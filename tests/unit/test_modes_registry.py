@@ -33,7 +33,8 @@ def _accumulator(batch_size: int) -> Accumulator:
 
 def test_config_keeps_the_registry_lists_importable() -> None:
     assert config.MODES == MODES == tuple(spec.name for spec in REGISTRY)
-    assert config.COLLECTOR_MODES == COLLECTOR_MODES == ("broker", "adaptive", "aimd")
+    assert config.COLLECTOR_MODES == COLLECTOR_MODES == (
+        "broker", "librdkafka-broker", "adaptive", "aimd")
     assert len(set(MODES)) == len(MODES)
 
 

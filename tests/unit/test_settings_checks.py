@@ -14,11 +14,13 @@ def test_a_setting_of_another_mode_is_named_as_ignored():
     settings = other_mode_warnings(build_settings([("broker.linger.ms", "5")], "partition"),
                                    "partition")
     assert settings.warnings == (
-        "broker.linger.ms applies to mode broker only; ignored in mode partition",)
+        "broker.linger.ms applies to modes broker, librdkafka-broker only; ignored in mode "
+        "partition",)
     collector = other_mode_warnings(build_settings([("broker.batch.max.partitions", "4")],
                                                    "java"), "java")
     assert collector.warnings == ("broker.batch.max.partitions applies to modes broker, "
-                                  "adaptive, aimd only; ignored in mode java",)
+                                  "librdkafka-broker, adaptive, aimd only; ignored in mode "
+                                  "java",)
 
 
 def test_a_setting_a_reference_client_passes_on_is_not_called_ignored():
