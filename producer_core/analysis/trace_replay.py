@@ -73,6 +73,16 @@ class ReadinessProbe(Protocol):
     def ready_since(self, broker: int, now: float) -> float | None: ...
 
 
+@runtime_checkable
+class SendableProbe(Protocol):
+    """A policy that decides partition by partition (mode partition) and can tell which
+    partitions it holds ready, with how many records, whether or not a request slot is
+    free: the replay then tells a different rule from a different choice among partitions
+    ready alike (kind `choice`, see `ReplayReport.same_rule`)."""
+
+    def sendable(self, now: float) -> dict[int, int]: ...
+
+
 @dataclass(frozen=True)
 class Decision:
     """One request: the node and (slot, records) per partition, in slot order."""
@@ -98,7 +108,9 @@ class Divergence:
     kind: str
     """not_sent (the emulation sent nothing to that node), extra (it sent a request the
     client did not), partitions (another set of partitions), records (the same partitions,
-    other record counts)."""
+    other record counts), choice (a `SendableProbe` policy held the client's partition
+    ready with the client's records, but sent another ready partition, or none, in its
+    request slots)."""
     real: Decision | None
     emulated: Decision | None
 
@@ -132,6 +144,18 @@ class ReplayReport:
         return self.identical / self.compared if self.compared else 1.0
 
     @property
+    def same_rule(self) -> int:
+        """Requests identical, or that the emulation held ready alike (kind `choice`): with
+        librdkafka, which of several ready partitions goes first depends on where its broker
+        thread's round robin stands and when a response frees a request slot -- timing, not
+        its rule."""
+        return self.identical + self.by_kind["choice"]
+
+    @property
+    def share_same_rule(self) -> float:
+        return self.same_rule / self.compared if self.compared else 1.0
+
+    @property
     def first_divergence(self) -> Divergence | None:
         return self.divergences[0] if self.divergences else None
 
@@ -155,6 +179,7 @@ class ReplayReport:
             "mode": self.mode, "client": self.client, "client_version": self.client_version,
             "real_requests": self.real_requests, "compared": self.compared,
             "identical": self.identical, "share_identical": round(self.share_identical, 5),
+            "same_rule": self.same_rule, "share_same_rule": round(self.share_same_rule, 5),
             "retried": self.retried, "emulated_requests": self.emulated_requests,
             "passes": self.passes, "rebuilds": self.rebuilds,
             "divergences_by_kind": dict(self.by_kind),
@@ -175,6 +200,10 @@ class ReplayReport:
                f"{self.real_requests:,}, the emulation asked for {self.emulated_requests:,} "
                f"in the same {self.passes:,} sender passes"
                + (f"; {self.retried:,} with a retried batch left out" if self.retried else "")]
+        if self.by_kind["choice"]:
+            out.append(f"identical or held ready alike (another choice among ready "
+                       f"partitions): {self.same_rule:,} of {self.compared:,} "
+                       f"({self.share_same_rule:.2%})")
         delay = self.delay_percentiles()
         if delay is not None:
             out.append("client's send after the emulation's ready time: p1 {p1_ms} ms, p50 "
@@ -404,6 +433,7 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         if isinstance(policy, ReadinessProbe):
             policy.context = context
             since = {r.broker: policy.ready_since(r.broker, now) for r in group}
+        ready_alike = policy.sendable(now) if isinstance(policy, SendableProbe) else {}
         plans = policy.poll(now, context)
         emulated: dict[int, list[Decision]] = {}
         for plan in plans:
@@ -435,7 +465,9 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
                     report.sender_delay_ms.append((now - ready) * 1000)
                 continue
             diverged = True
-            kind = ("not_sent" if mine is None else
+            kind = ("choice" if real.parts and all(ready_alike.get(s) == n
+                                                   for s, n in real.parts)
+                    else "not_sent" if mine is None else
                     "records" if [s for s, _ in mine.parts] == [s for s, _ in real.parts]
                     else "partitions")
             _note(report, Divergence(request.index, time_ms, kind, real, mine))

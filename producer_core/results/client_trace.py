@@ -99,6 +99,9 @@ class ClientTrace:
     drain_order: dict[int, list[int]] = field(default_factory=dict)
     """Node -> its slots in the order the client's drain walks them (as it reported)."""
     settings: dict[str, str] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+    """How the trace's times were taken, where that is not exact (librdkafka: how long
+    after the pass time its log callback ran, `drivers.librdkafka_trace`)."""
 
     # ------------------------------------------------------------- recording
     def add_messages(self, slots: list[int], keys: list[bytes | None], values: list[bytes],
