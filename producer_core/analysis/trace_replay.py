@@ -110,7 +110,8 @@ class Divergence:
     client did not), partitions (another set of partitions), records (the same partitions,
     other record counts), choice (a `SendableProbe` policy held the client's partition
     ready with the client's records, but sent another ready partition, or none, in its
-    request slots)."""
+    request slots), early (an extra request of one partition that is the client's next
+    request of that partition, records and all: the client sent it in a later pass)."""
     real: Decision | None
     emulated: Decision | None
 
@@ -152,6 +153,12 @@ class ReplayReport:
         return self.identical + self.by_kind["choice"]
 
     @property
+    def extra_requests(self) -> int:
+        """Requests the emulation asked for that the client did not write in that pass
+        (`early`: it wrote them in a later one)."""
+        return self.by_kind["extra"] + self.by_kind["early"]
+
+    @property
     def share_same_rule(self) -> float:
         return self.same_rule / self.compared if self.compared else 1.0
 
@@ -180,6 +187,7 @@ class ReplayReport:
             "real_requests": self.real_requests, "compared": self.compared,
             "identical": self.identical, "share_identical": round(self.share_identical, 5),
             "same_rule": self.same_rule, "share_same_rule": round(self.share_same_rule, 5),
+            "extra_requests": self.extra_requests,
             "retried": self.retried, "emulated_requests": self.emulated_requests,
             "passes": self.passes, "rebuilds": self.rebuilds,
             "divergences_by_kind": dict(self.by_kind),
@@ -364,6 +372,28 @@ class _Replay:
         return self.clock.at(self.trace.intended_ns[index])
 
 
+class _NextRequests:
+    """Each slot's requests of one partition in the client's trace, to ask whether an
+    extra request of the emulation's is one the client sent later (kind `early`)."""
+
+    def __init__(self, requests: Sequence[TracedRequest]) -> None:
+        self.by_slot: dict[int, list[tuple[int, int]]] = {}
+        for request in requests:
+            if len(request.parts) == 1 and not request.retry:
+                part = request.parts[0]
+                self.by_slot.setdefault(part.slot, []).append((request.index, part.records))
+
+    def same_later(self, decision: Decision, after: int) -> bool:
+        """Is `decision` (one partition) the client's next request of that partition
+        after request `after`, with the same records?"""
+        if len(decision.parts) != 1:
+            return False
+        slot, records = decision.parts[0]
+        requests = self.by_slot.get(slot, [])
+        index = bisect.bisect_right(requests, (after, 1 << 62))
+        return index < len(requests) and requests[index][1] == records
+
+
 def _passes(requests: Sequence[TracedRequest]) -> list[list[TracedRequest]]:
     """The client's requests grouped by the Sender pass that wrote them, in order."""
     passes: list[list[TracedRequest]] = []
@@ -390,6 +420,7 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
             f"and {len(trace.start_ns):,} send() calls were timed (a run that was stopped, "
             "or a driver that does not trace); it cannot be replayed.")
     state = _Replay(trace, mode, settings, topics)
+    coming = _NextRequests(trace.requests)
     report = ReplayReport(mode, trace.client, trace.client_version,
                           real_requests=len(trace.requests), slots=state.slots)
     clock = state.clock
@@ -474,7 +505,8 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         for left in emulated.values():
             for decision in left:
                 diverged = True
-                _note(report, Divergence(-1, time_ms, "extra", None, decision))
+                kind = "early" if coming.same_later(decision, group[-1].index) else "extra"
+                _note(report, Divergence(-1, time_ms, kind, None, decision))
         if diverged:  # start again from the client's own state
             state.build()
             report.rebuilds += 1

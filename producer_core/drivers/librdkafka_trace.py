@@ -45,6 +45,7 @@ from producer_core.results.client_trace import ClientTrace, TracedPart, TracedRe
 
 DEBUG_CONTEXTS = "msg,protocol"
 """librdkafka's debug contexts that log each request built, sent and answered."""
+ENQUEUE_NS = 1_000
 LIBRDKAFKA_LINGER_MS = 5.0
 LIBRDKAFKA_BATCH_MESSAGES = 10_000
 LIBRDKAFKA_BATCH_BYTES = 1_000_000
@@ -119,6 +120,8 @@ class _Built:
     msgid: int
     corr: int = -1
     rtt_ns: int = -1
+    sent_ns: int = -1
+    """When it left, as the trace reconstructs it (`add_requests`)."""
 
 
 def _parse(lines: list[tuple[int, str, str]], slot_of: dict[tuple[str, int], int]
@@ -154,16 +157,24 @@ def _parse(lines: list[tuple[int, str, str]], slot_of: dict[tuple[str, int], int
     return built
 
 
-def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_ms: float,
-                 batch_messages: int, in_flight: int) -> None:
-    """Fill `trace.requests` and `trace.responses` from the tap's lines (see the module
-    docstring); the trace's messages and appends are already recorded, and `flush_ns`.
-    `in_flight`: librdkafka's limit of requests sent and not answered, per connection."""
-    firsts = trace.first_slots()
-    slot_of = {(topic, p): firsts[t] + p for t, (topic, count) in
-               enumerate(zip(trace.topics, trace.partitions, strict=True))
-               for p in range(count)}
-    built = _parse(lines, slot_of)
+@dataclass
+class _Bounds:
+    """When a request can have been built: not before librdkafka's rule made its partition
+    sendable (`rule`), nor before its carried messages were produced (`low`, at least
+    `rule`); not after its log callback ran, nor after the partition's next message (not
+    carried) was produced (`high`)."""
+
+    request: _Built
+    slot: int
+    records: int
+    retry: bool
+    rule: int
+    low: int
+    high: int
+
+
+def _bounds(trace: ClientTrace, built: list[_Built], linger_ms: float,
+            batch_messages: int) -> list[_Bounds]:
     per_slot: dict[int, list[int]] = {}
     for index, slot in enumerate(trace.slots):
         per_slot.setdefault(slot, []).append(index)
@@ -171,11 +182,8 @@ def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_m
     end_ns = [s + t for s, t in zip(trace.start_ns, trace.took_ns, strict=True)]
     linger_ns = round(linger_ms * 1e6)
     flush_ns = trace.flush_ns
-    nodes: dict[int, _Node] = {}
-    passes = 0
-    delays: list[int] = []
-    for index, request in enumerate(built):
-        node = nodes.setdefault(request.node, _Node())
+    out: list[_Bounds] = []
+    for request in built:
         messages = per_slot.get(request.slot, [])
         first = taken.get(request.slot, 0)
         retry = False
@@ -184,45 +192,83 @@ def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_m
         carried = messages[first:first + request.count]
         if not retry:
             taken[request.slot] = first + len(carried)
-        # the earliest instant librdkafka's rule allowed this request ...
+        rule = low = request.log_ns
         if carried:
             last = trace.start_ns[carried[-1]]
-            rule = trace.start_ns[carried[0]] + linger_ns
+            # (its produce() time is inside the call: a microsecond after the call began
+            # keeps the replay's float seconds from reading the deadline a hair early)
+            rule = trace.start_ns[carried[0]] + linger_ns + ENQUEUE_NS
             if len(carried) >= batch_messages:
                 rule = last
             if flush_ns is not None:
                 rule = min(rule, max(flush_ns, last))
-            at = max(rule, last)
-        else:
-            at = request.log_ns
-        # ... once its output queue was empty again (the previous request had left) ...
-        at = max(at, node.left_ns)
-        # ... and before the callback ran and the partition's next message was produced
+            low = max(rule, last)
         after = first + len(carried)
-        upper = request.log_ns
+        high = request.log_ns
         if not retry and after < len(messages):
-            upper = min(upper, end_ns[messages[after]] - 1)
-        if node.pass_id >= 0 and at <= node.pass_ns:
-            # sendable when the broker thread's last pass looked: built in that pass
-            sender_pass, at = node.pass_id, node.pass_ns
-        else:
-            at = max(min(at, upper), node.pass_ns)
-            sender_pass, passes = passes, passes + 1
-            node.pass_id, node.pass_ns = sender_pass, at
-        # it left at once, or when a response brought in-flight requests under the limit
-        answered = node.answered
-        sent = at if len(answered) < in_flight else max(at, answered[-in_flight])
-        node.left_ns = sent
-        delays.append(request.log_ns - at)
-        # (librdkafka numbers requests per connection: the trace keys them by build order)
-        trace.requests.append(TracedRequest(
-            index, sent, request.node, index, -1, at, sender_pass,
-            (TracedPart(request.slot, len(carried), retry),)))
-        if request.rtt_ns >= 0:
-            trace.responses[index] = sent + request.rtt_ns
-            answered.append(sent + request.rtt_ns)
-        else:
-            answered.append(1 << 62)
+            high = min(high, end_ns[messages[after]] - 1)
+        out.append(_Bounds(request, request.slot, len(carried), retry, rule, low, high))
+    return out
+
+
+def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_ms: float,
+                 batch_messages: int, in_flight: int) -> None:
+    """Fill `trace.requests` and `trace.responses` from the tap's lines (see the module
+    docstring); the trace's messages and appends are already recorded, and `flush_ns`.
+    `in_flight`: librdkafka's limit of requests sent and not answered, per connection.
+
+    A broker thread's requests, in the order it built them, form passes: a request joins
+    the pass before it if its partition was sendable by the rule when that pass looked
+    and the previous request left at once (it was not held for an in-flight slot). The
+    pass's time is the latest instant its requests' bounds allow (`_Bounds`: a thread that
+    woke late built them all after their last carried message)."""
+    firsts = trace.first_slots()
+    slot_of = {(topic, p): firsts[t] + p for t, (topic, count) in
+               enumerate(zip(trace.topics, trace.partitions, strict=True))
+               for p in range(count)}
+    bounds = _bounds(trace, _parse(lines, slot_of), linger_ms, batch_messages)
+    nodes: dict[int, _Node] = {}
+    passes: list[list[int]] = []  # request indexes
+    times: list[int] = []
+    for index, bound in enumerate(bounds):
+        node = nodes.setdefault(bound.request.node, _Node())
+        current = node.current
+        if current >= 0:
+            time_ns, cap = times[current], node.cap
+            joins = (not node.held and bound.rule <= time_ns
+                     and max(time_ns, bound.low) <= min(cap, bound.high))
+            if joins:
+                passes[current].append(index)
+                times[current] = max(time_ns, bound.low)
+                node.cap = min(cap, bound.high)
+                node.held = _held(node, times[current], in_flight)
+                node.answered.append(1 << 62)  # (until the pass is timed)
+                continue
+            _close(node, passes[current], times[current], bounds, in_flight)
+        # a new pass: not before the last one, nor before the last request left
+        at = max(bound.low, node.left_ns, times[current] if current >= 0 else 0)
+        at = max(min(at, bound.high), times[current] if current >= 0 else 0)
+        node.current, node.cap = len(passes), bound.high
+        passes.append([index])
+        times.append(at)
+        node.held = _held(node, at, in_flight)
+        node.answered.append(1 << 62)
+    for node in nodes.values():
+        if node.current >= 0:
+            _close(node, passes[node.current], times[node.current], bounds, in_flight)
+    delays: list[int] = []
+    for sender_pass, (members, at) in enumerate(zip(passes, times, strict=True)):
+        for index in members:
+            bound = bounds[index]
+            delays.append(bound.request.log_ns - at)
+            # (librdkafka numbers requests per connection: the trace keys them by build
+            # order)
+            trace.requests.append(TracedRequest(
+                index, bound.request.sent_ns, bound.request.node, index, -1, at, sender_pass,
+                (TracedPart(bound.slot, bound.records, bound.retry),)))
+            if bound.request.rtt_ns >= 0:
+                trace.responses[index] = bound.request.sent_ns + bound.request.rtt_ns
+    trace.requests.sort(key=lambda r: r.index)
     if delays:
         delays.sort()
         trace.timing = {
@@ -232,12 +278,37 @@ def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_m
             "log_callback_after_pass_max_ms": delays[-1] / 1e6}
 
 
+def _held(node: _Node, at: int, in_flight: int) -> bool:
+    """Would a request built at `at` wait for an in-flight slot?"""
+    answered = node.answered
+    return len(answered) >= in_flight and answered[-in_flight] > at
+
+
+def _close(node: _Node, members: list[int], at: int, bounds: list[_Bounds],
+           in_flight: int) -> None:
+    """Time the requests of a finished pass: each left at `at`, or when a response brought
+    the requests in flight under the limit (responses come in order on a connection)."""
+    answered = node.answered
+    del answered[len(answered) - len(members):]
+    for index in members:
+        request = bounds[index].request
+        sent = at if len(answered) < in_flight else max(at, answered[-in_flight])
+        request.sent_ns = sent
+        node.left_ns = sent
+        answered.append(sent + request.rtt_ns if request.rtt_ns >= 0 else 1 << 62)
+    node.current = -1
+
+
 @dataclass
 class _Node:
     """A broker thread's state while its requests are timed."""
 
-    pass_id: int = -1
-    pass_ns: int = 0
+    current: int = -1
+    """Its open pass (-1: none)."""
+    cap: int = 0
+    """The latest time its open pass can have looked."""
+    held: bool = False
+    """The open pass's last request waited for an in-flight slot."""
     left_ns: int = 0
     """When its last request left the output queue."""
     answered: list[int] = field(default_factory=list)
