@@ -126,7 +126,8 @@ def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[s
             settings = replay_settings(trace, runs[emulation])
             report = replay(trace, emulation, settings, specs)
             own_timing = free_run(trace, emulation, settings, specs)
-            item["replay"] = {**report.to_dict(), "free_run_requests": own_timing.requests}
+            item["replay"] = {**report.to_dict(), "free_run_requests": own_timing.requests,
+                              "trace_timing": trace.timing}
             item["replay_lines"] = [*report.lines(), own_timing.line()]
             if args.save_trace:
                 path = Path(args.save_trace) / (
@@ -160,6 +161,8 @@ def _print(item: dict[str, Any]) -> None:
                        + (f", same rule {r['share_same_rule']:.2%}"
                           if r["same_rule"] != r["identical"] else "")
                        + (f", {r['extra_requests']:,} extra" if r["extra_requests"] else "")
+                       + (f", built before its rule {r['trace_timing']['built_before_rule']}"
+                          if "built_before_rule" in r.get("trace_timing", {}) else "")
                        + (f", first {first['kind']} at #{first['request']}" if first else "")
                        + (f", delay p50 {delay['p50_ms']} mean {delay['mean_ms']} p99 "
                           f"{delay['p99_ms']} ms" if delay else "")
@@ -202,7 +205,9 @@ def replay_saved(folder: Path) -> None:
         first = data["first_divergence"]
         print(f"| {path.name.removesuffix('.json.gz')} | {mode} | {report.identical:,}/"
               f"{report.compared:,} ({report.share_identical:.2%}) | "
-              f"{report.share_same_rule:.2%}, {report.extra_requests:,} extra | "
+              f"{report.share_same_rule:.2%}, {report.extra_requests:,} extra"
+              + (f", built before its rule {trace.timing['built_before_rule']}"
+                 if "built_before_rule" in trace.timing else "") + " | "
               + (f"{first['kind']} at #{first['request']}, " if first else "")
               + ", ".join(f"{k} {n}" for k, n in sorted(report.by_kind.items()))
               + f" | {delay.get('p50_ms', '-')} / {delay.get('mean_ms', '-')} / "

@@ -464,7 +464,10 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         if isinstance(policy, ReadinessProbe):
             policy.context = context
             since = {r.broker: policy.ready_since(r.broker, now) for r in group}
-        ready_alike = policy.sendable(now) if isinstance(policy, SendableProbe) else {}
+        ready_alike: dict[int, int] = {}
+        if isinstance(policy, SendableProbe):
+            policy.context = context  # (a flush makes every partition ready)
+            ready_alike = policy.sendable(now)
         plans = policy.poll(now, context)
         emulated: dict[int, list[Decision]] = {}
         for plan in plans:

@@ -269,9 +269,13 @@ def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_m
             if bound.request.rtt_ns >= 0:
                 trace.responses[index] = bound.request.sent_ns + bound.request.rtt_ns
     trace.requests.sort(key=lambda r: r.index)
+    # the rule checked against what librdkafka did: a request it provably built before the
+    # rule allowed (its callback, or the partition's next message, came first)
+    early = sum(1 for bound in bounds if bound.high < bound.rule and not bound.retry)
     if delays:
         delays.sort()
         trace.timing = {
+            "built_before_rule": early,
             "log_callback_after_pass_p50_ms": delays[len(delays) // 2] / 1e6,
             "log_callback_after_pass_p99_ms":
                 delays[min(len(delays) - 1, int(0.99 * len(delays)))] / 1e6,

@@ -99,6 +99,9 @@ def test_the_partition_emulation_makes_librdkafkas_decisions(counted_broker):
     assert len(trace.requests) == results.requests_sent
     assert produce_frames_of(results) == proxy.produce_requests
     assert sum(r.records for r in trace.requests) == workload.total_messages
+    # librdkafka built no request before its rule (linger.ms since the first message's
+    # produce()) allowed, as far as its log and the next messages tell
+    assert trace.timing["built_before_rule"] == 0
     replayed = settings_from_trace(trace, "partition", [("produce.request.max.partitions", "1")])
     report = replay(trace, "partition", replayed, workload.topic_specs())
     assert report.compared == len(trace.requests) - report.retried > 0

@@ -66,6 +66,18 @@ def test_requests_are_read_with_their_messages_pass_times_and_responses() -> Non
     assert trace.responses[first.correlation] == first.sent_ns + MS // 2 == first.ready_ns + MS // 2
     assert trace.responses[second.correlation] == second.ready_ns + 750_000
     assert trace.timing["log_callback_after_pass_max_ms"] == (4.5 * MS - ENQUEUE_NS) / 1e6
+    assert trace.timing["built_before_rule"] == 0
+
+
+def test_a_request_built_before_the_rule_allowed_is_counted() -> None:
+    # librdkafka logged partition 0's request at 4 ms, before 5 ms linger had passed: the
+    # rule the trace assumes is not the client's (here: it ran with a shorter linger)
+    trace = ClientTrace("librdkafka", "2", ["t"], [1], clock_ms=0, clock_ns=0)
+    messages(trace, [0.0], [0])
+    add_requests(trace, [built(4 * MS, 0, 1), sent(4 * MS, 1)], linger_ms=5,
+                 batch_messages=10_000, in_flight=5)
+    assert trace.timing["built_before_rule"] == 1
+    assert trace.requests[0].ready_ns == 4 * MS  # no later than the log says
 
 
 def test_a_partition_sendable_when_the_pass_looked_joins_it_and_in_flight_holds_back() -> None:
