@@ -20,8 +20,9 @@ of this pass or an earlier one. A message appended while the drain ran, that the
 not take, counts as appended after it: the race is timing, not a decision.
 
 Where the policy decides otherwise, the divergence is recorded (the first ones with both
-requests) and the policy is rebuilt from the real client's state, so one divergence does not
-cascade and every request is judged on its own. Retried batches (a fault, not a policy
+requests) and the policy is rebuilt from the real client's state (for a policy that walks
+its partitions from a moving start, `DrainCursor`, that start too), so one divergence does
+not cascade and every request is judged on its own. Retried batches (a fault, not a policy
 decision) are left out of the comparison and counted.
 
 Pure: no clock, no I/O; the trace's nanoseconds are turned into seconds on the client's
@@ -81,6 +82,19 @@ class SendableProbe(Protocol):
     ready alike (kind `choice`, see `ReplayReport.same_rule`)."""
 
     def sendable(self, now: float) -> dict[int, int]: ...
+
+
+@runtime_checkable
+class DrainCursor(Protocol):
+    """A policy that walks a node's partitions from a moving start (mode java's drain
+    index): a rebuild after a divergence puts it where the client's walk left it, so the
+    next requests are not judged from another starting point."""
+
+    def drain_cursor(self) -> dict[int, int]: ...
+
+    def set_drain_cursor(self, cursor: dict[int, int]) -> None: ...
+
+    def drain_cursor_after(self, broker: int, taken: set[int]) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -464,6 +478,14 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         if isinstance(policy, ReadinessProbe):
             policy.context = context
             since = {r.broker: policy.ready_since(r.broker, now) for r in group}
+        cursor: dict[int, int] = {}
+        if isinstance(policy, DrainCursor):  # where the client's walks leave each node
+            cursor = policy.drain_cursor()
+            for request in group:
+                after = policy.drain_cursor_after(
+                    request.broker, {p.slot for p in request.parts if not p.retry})
+                if after is not None:
+                    cursor[request.broker] = after
         ready_alike: dict[int, int] = {}
         if isinstance(policy, SendableProbe):
             policy.context = context  # (a flush makes every partition ready)
@@ -513,6 +535,8 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         if diverged:  # start again from the client's own state
             state.build()
             report.rebuilds += 1
+            if cursor and isinstance(state.policy, DrainCursor):
+                state.policy.set_drain_cursor(cursor)
     return report
 
 
