@@ -44,14 +44,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from producer_core import EmbeddedBroker, Workload, parse_mode_configs
+from producer_core import EmbeddedBroker, ProducerSettings, Workload, parse_mode_configs
 from producer_core import run as engine_run
 from producer_core.analysis.trace_replay import free_run, replay, settings_from_trace
 from producer_core.drivers.kafka_java.fidelity import PAIRS, check
 from producer_core.drivers.kafka_java.run import run_traced
 from producer_core.drivers.librdkafka import run_traced as run_traced_librdkafka
 from producer_core.results.client_trace import ClientTrace
-from producer_core.settings import ProducerSettings
 
 TRACED = {"kafka-java", "librdkafka"}
 """Real clients whose driver records a trace."""

@@ -92,6 +92,7 @@ BENCHMARK_EXTENSION_POINTS: dict[str, str] = {
     "producer_core.drivers.engine_parts": "adaptive: wraps the policy each run makes",
     "producer_core.drivers.kafka_java.fidelity": "fidelity: the emulation pairs it checks",
     "producer_core.drivers.kafka_java.run": "fidelity: a traced run of the Java producer",
+    "producer_core.drivers.librdkafka": "fidelity: a traced run of librdkafka",
     "producer_core.measure.cost_model": "broker_cost: the fitted cost model",
     "producer_core.measure.per_run": "a run on its own broker",
     "producer_core.measure.process_cost": "CPU time of processes",
