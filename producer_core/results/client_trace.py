@@ -15,6 +15,12 @@ clock (nanoseconds):
 - one reading of where the client's millisecond clock ticks (`clock_ms` at `clock_ns`), and
   the order in which its drain walks each node's partitions.
 
+librdkafka's driver (`drivers.librdkafka.run_traced`) records the same shape from kbatch's
+own `produce()` calls and librdkafka's debug log (`drivers.librdkafka_trace`): one partition
+per request, no millisecond clock (`created_ms` -1), each request's pass time recovered from
+librdkafka's rule and bounded by the log (`timing` says how closely), the settings it ran
+with under kbatch's names.
+
 Pure data: JSON in and out, no clock read here.
 """
 
