@@ -6,9 +6,11 @@ A cell is a broker (the embedded Tansu broker, or 3 Apache Kafka nodes), a parti
 count, a rate, a window (`linger.ms` on both sides) and a `batch.size` (the client's
 default, or a value). For each pair of `producer_core.drivers.kafka_java.fidelity.PAIRS`:
 
-- **trace replay** (pairs whose real client traces: `java` <- `kafka-java`): the real
-  client runs with its trace on, then the emulation's policy replays the trace
-  (`producer_core.analysis.trace_replay`): the share of requests with the same node,
+- **trace replay** (pairs whose real client traces: `java` <- `kafka-java`, `partition`
+  <- `librdkafka`): the real client runs with its trace on, then the emulation's policy
+  replays the trace (`producer_core.analysis.trace_replay`; for librdkafka with the
+  settings librdkafka ran with, its defaults where kbatch passed none): the share of
+  requests with the same node,
   partitions and records, the first divergence, and how long after the emulation's ready
   time the client sent (its Sender's own delay). The verdict does not depend on the
   machine's speed. Beside it, the emulation's requests with its *own* timing on the same
@@ -42,15 +44,29 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from producer_core import EmbeddedBroker, Workload, parse_mode_configs
+from producer_core import EmbeddedBroker, ProducerSettings, Workload, parse_mode_configs
 from producer_core import run as engine_run
 from producer_core.analysis.trace_replay import free_run, replay, settings_from_trace
 from producer_core.drivers.kafka_java.fidelity import PAIRS, check
 from producer_core.drivers.kafka_java.run import run_traced
+from producer_core.drivers.librdkafka import run_traced as run_traced_librdkafka
 from producer_core.results.client_trace import ClientTrace
 
-TRACED = {"kafka-java"}
+TRACED = {"kafka-java", "librdkafka"}
 """Real clients whose driver records a trace."""
+REPLAYED_AS = {"kafka-java": ("java", ()),
+               "librdkafka": ("partition", (("produce.request.max.partitions", "1"),))}
+"""A trace's client -> the emulation that replays it, with the emulation's own settings."""
+
+
+def replay_settings(trace: ClientTrace, given: ProducerSettings) -> ProducerSettings:
+    """The emulation's settings for a replay of `trace`: the ones given (mode java: the
+    Java producer runs with kbatch's settings) or, for librdkafka, what it ran with
+    (its own defaults where kbatch passed nothing: `librdkafka_trace.trace_settings`)."""
+    if trace.client != "librdkafka":
+        return given
+    mode, extra = REPLAYED_AS["librdkafka"]
+    return settings_from_trace(trace, mode, extra)
 
 
 @contextlib.contextmanager
@@ -102,16 +118,20 @@ def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[s
     item: dict[str, Any] = {**cell, "real": real, "emulation": " ".join([emulation, *extra])}
     with _broker(cluster) as bootstrap:
         if real in TRACED:
-            results, trace = asyncio.run(run_traced(workload("real"), runs[real], bootstrap))
+            tracer = run_traced_librdkafka if real == "librdkafka" else run_traced
+            results, trace = asyncio.run(tracer(workload("real"), runs[real], bootstrap))
             real_doc = results.to_dict()
             specs = workload("real").topic_specs()
-            report = replay(trace, emulation, runs[emulation], specs)
-            own_timing = free_run(trace, emulation, runs[emulation], specs)
-            item["replay"] = {**report.to_dict(), "free_run_requests": own_timing.requests}
+            settings = replay_settings(trace, runs[emulation])
+            report = replay(trace, emulation, settings, specs)
+            own_timing = free_run(trace, emulation, settings, specs)
+            item["replay"] = {**report.to_dict(), "free_run_requests": own_timing.requests,
+                              "trace_timing": trace.timing}
             item["replay_lines"] = [*report.lines(), own_timing.line()]
             if args.save_trace:
                 path = Path(args.save_trace) / (
-                    f"{cell['broker']}-{cell['partitions']}p-{cell['rate']}-"
+                    ("librdkafka-" if real == "librdkafka" else "")
+                    + f"{cell['broker']}-{cell['partitions']}p-{cell['rate']}-"
                     f"{cell['window']}ms-{cell['batch_size']}.json.gz")
                 path.parent.mkdir(parents=True, exist_ok=True)
                 with gzip.open(path, "wt") as handle:
@@ -137,6 +157,11 @@ def _print(item: dict[str, Any]) -> None:
         delay = r.get("sender_delay") or {}
         first = r.get("first_divergence")
         replay_text = (f"{r['identical']:,}/{r['compared']:,} ({r['share_identical']:.2%})"
+                       + (f", same rule {r['share_same_rule']:.2%}"
+                          if r["same_rule"] != r["identical"] else "")
+                       + (f", {r['extra_requests']:,} extra" if r["extra_requests"] else "")
+                       + (f", built before its rule {r['trace_timing']['built_before_rule']}"
+                          if "built_before_rule" in r.get("trace_timing", {}) else "")
                        + (f", first {first['kind']} at #{first['request']}" if first else "")
                        + (f", delay p50 {delay['p50_ms']} mean {delay['mean_ms']} p99 "
                           f"{delay['p99_ms']} ms" if delay else "")
@@ -165,19 +190,23 @@ def _print(item: dict[str, Any]) -> None:
 
 
 def replay_saved(folder: Path) -> None:
-    """Replay every trace saved with --save-trace through mode java again (after a change
-    of the emulation, say): one line per trace."""
+    """Replay every trace saved with --save-trace through its emulation again (after a
+    change of the emulation, say; `REPLAYED_AS`): one line per trace."""
     for path in sorted(folder.glob("*.json.gz")):
         with gzip.open(path, "rt") as handle:
             trace = ClientTrace.from_dict(json.load(handle))
-        settings = settings_from_trace(trace, "java")
-        report = replay(trace, "java", settings)
-        own_timing = free_run(trace, "java", settings)
+        mode, extra = REPLAYED_AS.get(trace.client, REPLAYED_AS["kafka-java"])
+        settings = settings_from_trace(trace, mode, extra)
+        report = replay(trace, mode, settings)
+        own_timing = free_run(trace, mode, settings)
         data = report.to_dict()
         delay = data["sender_delay"] or {}
         first = data["first_divergence"]
-        print(f"| {path.name.removesuffix('.json.gz')} | {report.identical:,}/"
+        print(f"| {path.name.removesuffix('.json.gz')} | {mode} | {report.identical:,}/"
               f"{report.compared:,} ({report.share_identical:.2%}) | "
+              f"{report.share_same_rule:.2%}, {report.extra_requests:,} extra"
+              + (f", built before its rule {trace.timing['built_before_rule']}"
+                 if "built_before_rule" in trace.timing else "") + " | "
               + (f"{first['kind']} at #{first['request']}, " if first else "")
               + ", ".join(f"{k} {n}" for k, n in sorted(report.by_kind.items()))
               + f" | {delay.get('p50_ms', '-')} / {delay.get('mean_ms', '-')} / "

@@ -20,8 +20,9 @@ of this pass or an earlier one. A message appended while the drain ran, that the
 not take, counts as appended after it: the race is timing, not a decision.
 
 Where the policy decides otherwise, the divergence is recorded (the first ones with both
-requests) and the policy is rebuilt from the real client's state, so one divergence does not
-cascade and every request is judged on its own. Retried batches (a fault, not a policy
+requests) and the policy is rebuilt from the real client's state (for a policy that walks
+its partitions from a moving start, `DrainCursor`, that start too), so one divergence does
+not cascade and every request is judged on its own. Retried batches (a fault, not a policy
 decision) are left out of the comparison and counted.
 
 Pure: no clock, no I/O; the trace's nanoseconds are turned into seconds on the client's
@@ -73,6 +74,29 @@ class ReadinessProbe(Protocol):
     def ready_since(self, broker: int, now: float) -> float | None: ...
 
 
+@runtime_checkable
+class SendableProbe(Protocol):
+    """A policy that decides partition by partition (mode partition) and can tell which
+    partitions it holds ready, with how many records, whether or not a request slot is
+    free: the replay then tells a different rule from a different choice among partitions
+    ready alike (kind `choice`, see `ReplayReport.same_rule`)."""
+
+    def sendable(self, now: float) -> dict[int, int]: ...
+
+
+@runtime_checkable
+class DrainCursor(Protocol):
+    """A policy that walks a node's partitions from a moving start (mode java's drain
+    index): a rebuild after a divergence puts it where the client's walk left it, so the
+    next requests are not judged from another starting point."""
+
+    def drain_cursor(self) -> dict[int, int]: ...
+
+    def set_drain_cursor(self, cursor: dict[int, int]) -> None: ...
+
+    def drain_cursor_after(self, broker: int, taken: set[int]) -> int | None: ...
+
+
 @dataclass(frozen=True)
 class Decision:
     """One request: the node and (slot, records) per partition, in slot order."""
@@ -98,7 +122,10 @@ class Divergence:
     kind: str
     """not_sent (the emulation sent nothing to that node), extra (it sent a request the
     client did not), partitions (another set of partitions), records (the same partitions,
-    other record counts)."""
+    other record counts), choice (a `SendableProbe` policy held the client's partition
+    ready with the client's records, but sent another ready partition, or none, in its
+    request slots), early (an extra request of one partition that is the client's next
+    request of that partition, records and all: the client sent it in a later pass)."""
     real: Decision | None
     emulated: Decision | None
 
@@ -132,6 +159,24 @@ class ReplayReport:
         return self.identical / self.compared if self.compared else 1.0
 
     @property
+    def same_rule(self) -> int:
+        """Requests identical, or that the emulation held ready alike (kind `choice`): with
+        librdkafka, which of several ready partitions goes first depends on where its broker
+        thread's round robin stands and when a response frees a request slot -- timing, not
+        its rule."""
+        return self.identical + self.by_kind["choice"]
+
+    @property
+    def extra_requests(self) -> int:
+        """Requests the emulation asked for that the client did not write in that pass
+        (`early`: it wrote them in a later one)."""
+        return self.by_kind["extra"] + self.by_kind["early"]
+
+    @property
+    def share_same_rule(self) -> float:
+        return self.same_rule / self.compared if self.compared else 1.0
+
+    @property
     def first_divergence(self) -> Divergence | None:
         return self.divergences[0] if self.divergences else None
 
@@ -155,6 +200,8 @@ class ReplayReport:
             "mode": self.mode, "client": self.client, "client_version": self.client_version,
             "real_requests": self.real_requests, "compared": self.compared,
             "identical": self.identical, "share_identical": round(self.share_identical, 5),
+            "same_rule": self.same_rule, "share_same_rule": round(self.share_same_rule, 5),
+            "extra_requests": self.extra_requests,
             "retried": self.retried, "emulated_requests": self.emulated_requests,
             "passes": self.passes, "rebuilds": self.rebuilds,
             "divergences_by_kind": dict(self.by_kind),
@@ -175,6 +222,10 @@ class ReplayReport:
                f"{self.real_requests:,}, the emulation asked for {self.emulated_requests:,} "
                f"in the same {self.passes:,} sender passes"
                + (f"; {self.retried:,} with a retried batch left out" if self.retried else "")]
+        if self.by_kind["choice"]:
+            out.append(f"identical or held ready alike (another choice among ready "
+                       f"partitions): {self.same_rule:,} of {self.compared:,} "
+                       f"({self.share_same_rule:.2%})")
         delay = self.delay_percentiles()
         if delay is not None:
             out.append("client's send after the emulation's ready time: p1 {p1_ms} ms, p50 "
@@ -335,6 +386,28 @@ class _Replay:
         return self.clock.at(self.trace.intended_ns[index])
 
 
+class _NextRequests:
+    """Each slot's requests of one partition in the client's trace, to ask whether an
+    extra request of the emulation's is one the client sent later (kind `early`)."""
+
+    def __init__(self, requests: Sequence[TracedRequest]) -> None:
+        self.by_slot: dict[int, list[tuple[int, int]]] = {}
+        for request in requests:
+            if len(request.parts) == 1 and not request.retry:
+                part = request.parts[0]
+                self.by_slot.setdefault(part.slot, []).append((request.index, part.records))
+
+    def same_later(self, decision: Decision, after: int) -> bool:
+        """Is `decision` (one partition) the client's next request of that partition
+        after request `after`, with the same records?"""
+        if len(decision.parts) != 1:
+            return False
+        slot, records = decision.parts[0]
+        requests = self.by_slot.get(slot, [])
+        index = bisect.bisect_right(requests, (after, 1 << 62))
+        return index < len(requests) and requests[index][1] == records
+
+
 def _passes(requests: Sequence[TracedRequest]) -> list[list[TracedRequest]]:
     """The client's requests grouped by the Sender pass that wrote them, in order."""
     passes: list[list[TracedRequest]] = []
@@ -361,6 +434,7 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
             f"and {len(trace.start_ns):,} send() calls were timed (a run that was stopped, "
             "or a driver that does not trace); it cannot be replayed.")
     state = _Replay(trace, mode, settings, topics)
+    coming = _NextRequests(trace.requests)
     report = ReplayReport(mode, trace.client, trace.client_version,
                           real_requests=len(trace.requests), slots=state.slots)
     clock = state.clock
@@ -404,6 +478,18 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         if isinstance(policy, ReadinessProbe):
             policy.context = context
             since = {r.broker: policy.ready_since(r.broker, now) for r in group}
+        cursor: dict[int, int] = {}
+        if isinstance(policy, DrainCursor):  # where the client's walks leave each node
+            cursor = policy.drain_cursor()
+            for request in group:
+                after = policy.drain_cursor_after(
+                    request.broker, {p.slot for p in request.parts if not p.retry})
+                if after is not None:
+                    cursor[request.broker] = after
+        ready_alike: dict[int, int] = {}
+        if isinstance(policy, SendableProbe):
+            policy.context = context  # (a flush makes every partition ready)
+            ready_alike = policy.sendable(now)
         plans = policy.poll(now, context)
         emulated: dict[int, list[Decision]] = {}
         for plan in plans:
@@ -435,17 +521,22 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
                     report.sender_delay_ms.append((now - ready) * 1000)
                 continue
             diverged = True
-            kind = ("not_sent" if mine is None else
+            kind = ("choice" if real.parts and all(ready_alike.get(s) == n
+                                                   for s, n in real.parts)
+                    else "not_sent" if mine is None else
                     "records" if [s for s, _ in mine.parts] == [s for s, _ in real.parts]
                     else "partitions")
             _note(report, Divergence(request.index, time_ms, kind, real, mine))
         for left in emulated.values():
             for decision in left:
                 diverged = True
-                _note(report, Divergence(-1, time_ms, "extra", None, decision))
+                kind = "early" if coming.same_later(decision, group[-1].index) else "extra"
+                _note(report, Divergence(-1, time_ms, kind, None, decision))
         if diverged:  # start again from the client's own state
             state.build()
             report.rebuilds += 1
+            if cursor and isinstance(state.policy, DrainCursor):
+                state.policy.set_drain_cursor(cursor)
     return report
 
 

@@ -54,6 +54,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
+from time import monotonic_ns
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,16 @@ from producer_core.drivers.client_thread import run_in_thread
 from producer_core.drivers.gc_quiet import quiet_gc
 from producer_core.drivers.generator import ClientBatching, Generator
 from producer_core.drivers.librdkafka_collector import CollectorStats
+from producer_core.drivers.librdkafka_trace import (
+    DEBUG_CONTEXTS,
+    LIBRDKAFKA_BATCH_MESSAGES,
+    LIBRDKAFKA_LINGER_MS,
+    LogTap,
+    add_requests,
+    client_in_flight,
+    replay_order,
+    trace_settings,
+)
 from producer_core.drivers.run_checks import check_message_fits, run_warnings
 from producer_core.drivers.run_types import (
     PROGRESS_INTERVAL_S,
@@ -75,8 +86,14 @@ from producer_core.drivers.run_types import (
     run_driver,
 )
 from producer_core.errors import BrokerError, ConfigError
-from producer_core.modes.librdkafka import create_producer, librdkafka_config, shown_config
+from producer_core.modes.librdkafka import (
+    create_producer,
+    librdkafka_config,
+    log,
+    shown_config,
+)
 from producer_core.modes.versions import parse_label
+from producer_core.results.client_trace import ClientTrace
 from producer_core.results.intervals import (
     IntervalRecorder,
     Tally,
@@ -162,6 +179,7 @@ class ProduceSink:
         in_flight = run.in_flight  # None: a callback per message (short values)
         callback = run.reported  # one object for every message: nothing for gc to track
         targets = run.targets
+        trace = run.trace
         headers = headers or None
         key_iter = keys if keys is not None else [None] * len(values)
         for slot, message_id, key, value, when in zip(
@@ -172,6 +190,7 @@ class ProduceSink:
             else:
                 in_flight[message_id] = when  # before produce: its report may come at once
             while True:
+                started = monotonic_ns() if trace is not None else 0
                 try:
                     if headers is None:
                         produce(topic, value, key, partition, on_delivery=callback,
@@ -202,6 +221,11 @@ class ProduceSink:
                     break
                 if blocked.blocked:
                     blocked.release(clock())
+                if trace is not None:  # produced: librdkafka has it queued
+                    trace.add_messages([slot], [key], [value], [round(when * 1e9)],
+                                       headers, timestamp_ms)
+                    trace.add_appends(len(trace.start_ns), [started],
+                                      [monotonic_ns() - started])
                 break
         return []
 
@@ -217,6 +241,7 @@ class LibrdkafkaRun:
         on_progress: Callable[[Progress], None] | None = None,
         deliveries: list[Delivery] | None = None,
         mode: str = "librdkafka",
+        trace: bool = False,
     ) -> None:
         self.workload = workload
         self.mode = mode
@@ -285,6 +310,18 @@ class LibrdkafkaRun:
         self._idempotence_state = ""
         self.collector = CollectorStats()  # the patched library's (mode librdkafka-broker)
         self.config, self.used_settings = librdkafka_config(settings, mode)
+        self.trace: ClientTrace | None = None
+        """With `trace`: what librdkafka did, message by message and request by request
+        (`librdkafka_trace`), for a trace replay of mode partition."""
+        self.tap: LogTap | None = None
+        if trace:
+            from confluent_kafka import libversion
+
+            self.tap = LogTap(log)
+            self.trace = ClientTrace("librdkafka", _version_text(libversion()),
+                                     [s.name for s in self.specs],
+                                     [s.partitions for s in self.specs], clock_ms=0,
+                                     clock_ns=monotonic_ns())
         self.metrics.idempotence = {"enabled": settings.idempotent}
         self.intervals = IntervalRecorder.for_callback(on_progress, expected_run_s(workload))
 
@@ -296,6 +333,8 @@ class LibrdkafkaRun:
             "stats_cb": self._on_stats,
             "error_cb": self._on_error,
             **self.config,
+            **({} if self.tap is None else {"logger": self.tap, "debug": ",".join(
+                filter(None, [self.config.get("debug"), DEBUG_CONTEXTS]))}),
         })
 
     # ------------------------------------------------------------ callbacks
@@ -424,6 +463,7 @@ class LibrdkafkaRun:
                 reports.join()
             end = self._drain(producer)
             self._final_stats(producer)
+            self._finish_trace()
             self.intervals.finish(end)  # after the statistics that hold the last requests
         finally:
             if self._stopping():  # stopped: a short grace for what is in flight, then purge
@@ -442,6 +482,19 @@ class LibrdkafkaRun:
                 f"librdkafka could not connect securely to {self.bootstrap} "
                 f"({self.settings.security.describe()}): {self._fatal}.")
         return self._results(end)
+
+    def _finish_trace(self) -> None:
+        """The requests of the trace, from librdkafka's log lines (`librdkafka_trace`)."""
+        if self.trace is None or self.tap is None:
+            return
+        config = self.config
+        linger = float(config.get("linger.ms", config.get("queue.buffering.max.ms",
+                                                            LIBRDKAFKA_LINGER_MS)))
+        batch_messages = int(config.get("batch.num.messages", LIBRDKAFKA_BATCH_MESSAGES))
+        add_requests(self.trace, self.tap.lines, linger, batch_messages,
+                     client_in_flight(config))
+        replay_order(self.trace)
+        self.trace.settings = trace_settings(config, linger)
 
     def _await_producer_id(self, producer: Any) -> None:
         """With idempotence librdkafka fetches a producer id before it sends anything; the
@@ -514,6 +567,8 @@ class LibrdkafkaRun:
         """Flush (librdkafka then sends at once, ignoring linger.ms, as the engine's flush
         does) and serve delivery reports until every message is acknowledged or failed."""
         deadline = self.clock() + self.settings.delivery_timeout_s + 60.0
+        if self.trace is not None:
+            self.trace.flush_ns = monotonic_ns()
         while producer.flush(0.05) > 0 and not self._stopping():
             self._collect()
             if self.clock() > deadline:
@@ -625,3 +680,15 @@ async def run_async(call: RunCall) -> Results:
                            call.deliveries, label.base)
     return await run_in_thread(runner, call, abort=lambda: runner.stop.set())
 
+
+async def run_traced(workload: Workload, settings: ProducerSettings, bootstrap: str
+                     ) -> tuple[Results, ClientTrace]:
+    """One librdkafka run (the installed confluent-kafka) that also records what librdkafka
+    did, message by message and request by request (`ClientTrace`, from its debug log:
+    `librdkafka_trace`), for a trace replay of mode partition."""
+    check_librdkafka_message_fits(workload.topic_specs(), settings)
+    runner = LibrdkafkaRun(workload, settings, bootstrap, trace=True)
+    results = await run_in_thread(runner, RunCall(workload, settings, "librdkafka", bootstrap),
+                                  abort=lambda: runner.stop.set())
+    assert runner.trace is not None
+    return results, runner.trace

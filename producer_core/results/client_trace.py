@@ -15,6 +15,12 @@ clock (nanoseconds):
 - one reading of where the client's millisecond clock ticks (`clock_ms` at `clock_ns`), and
   the order in which its drain walks each node's partitions.
 
+librdkafka's driver (`drivers.librdkafka.run_traced`) records the same shape from kbatch's
+own `produce()` calls and librdkafka's debug log (`drivers.librdkafka_trace`): one partition
+per request, no millisecond clock (`created_ms` -1), each request's pass time recovered from
+librdkafka's rule and bounded by the log (`timing` says how closely), the settings it ran
+with under kbatch's names.
+
 Pure data: JSON in and out, no clock read here.
 """
 
@@ -99,6 +105,9 @@ class ClientTrace:
     drain_order: dict[int, list[int]] = field(default_factory=dict)
     """Node -> its slots in the order the client's drain walks them (as it reported)."""
     settings: dict[str, str] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+    """How the trace's times were taken, where that is not exact (librdkafka: how long
+    after the pass time its log callback ran, `drivers.librdkafka_trace`)."""
 
     # ------------------------------------------------------------- recording
     def add_messages(self, slots: list[int], keys: list[bytes | None], values: list[bytes],

@@ -1,7 +1,8 @@
 """Mode librdkafka against the embedded broker: the real client on kbatch's workload.
 
 Its Produce request count (from librdkafka's statistics) must agree with the Produce
-frames a wire proxy saw, and its messages must land where they were sent."""
+frames a wire proxy saw, and its messages must land where they were sent; and mode
+partition must make its decisions (a trace replay)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import asyncio
 
 import pytest
 
+from producer_core.analysis.trace_replay import replay, settings_from_trace
 from producer_core.config import build_settings
 from producer_core.drivers.engine import Delivery, run
+from producer_core.drivers.librdkafka import run_traced
 from producer_core.workload.workload import Workload
 from tests.client_checks import (
     all_acknowledged,
@@ -76,3 +79,34 @@ def test_librdkafka_values_too_short_for_an_id_are_reported_per_message(tansu_br
               for offset, _, _ in records}
     assert {(d.partition, d.base_offset) for d in deliveries} == stored
     assert len(stored) == 1000
+
+
+def test_the_partition_emulation_makes_librdkafkas_decisions(counted_broker):
+    """The guard of mode partition (issue 42): a real librdkafka run, traced from its debug
+    log, replayed through mode partition's policy in synthetic time, request by request.
+    Which of several ready partitions librdkafka sends first (its broker thread's round
+    robin, one request per loop while a request slot is taken) follows this machine's
+    timing: the guard counts those as `choice` and asks every request to be one the
+    emulation made or held ready alike, never a timing comparison."""
+    broker, proxy = counted_broker
+    workload = Workload(topic=fresh_topic("fidelity-librdkafka"), partitions=16, rate=2000,
+                        duration_s=3, message_size=100)
+    settings = build_settings([("acks", "all"), ("linger.ms", "5")], mode="librdkafka")
+    results, trace = asyncio.run(run_traced(workload, settings, proxy.address))
+    assert results.to_dict()["messages"] == all_acknowledged(workload.total_messages)
+    # the trace holds every message, and every Produce request the wire saw
+    assert len(trace.start_ns) == len(trace.slots) == workload.total_messages
+    assert len(trace.requests) == results.requests_sent
+    assert produce_frames_of(results) == proxy.produce_requests
+    assert sum(r.records for r in trace.requests) == workload.total_messages
+    # librdkafka built no request before its rule (linger.ms since the first message's
+    # produce()) allowed, as far as its log and the next messages tell
+    assert trace.timing["built_before_rule"] == 0
+    replayed = settings_from_trace(trace, "partition", [("produce.request.max.partitions", "1")])
+    report = replay(trace, "partition", replayed, workload.topic_specs())
+    assert report.compared == len(trace.requests) - report.retried > 0
+    assert report.share_same_rule >= 0.99, "\n".join(report.lines())
+    # a linger one millisecond stricter than librdkafka's would not have sent them
+    stricter = settings_from_trace(trace, "partition", [
+        ("produce.request.max.partitions", "1"), ("linger.ms", "6")])
+    assert replay(trace, "partition", stricter).share_same_rule < 0.5

@@ -300,3 +300,30 @@ def test_runs_start_at_one_phase_of_the_producers_millisecond():
         assert earliest <= start < earliest + 0.001 + 1e-9
         past_tick = (start + offset) * 1000 % 1.0
         assert past_tick == pytest.approx(START_PHASE_S * 1000, abs=1e-3)
+
+
+def test_the_drain_index_a_clients_walk_leaves_is_the_one_drain_would_leave():
+    # a trace replay restarts mode java from a client's state after a divergence; this is
+    # where the client's own request leaves Java's drain index (issue 42)
+    acc, policy = make(partitions=6, linger_s=0.0, max_partitions=2)
+    for slot in (0, 2, 3, 5):
+        append(acc, policy, slot, now=0.0)
+    position = policy._position
+    policy.set_drain_cursor({1: position[2]})
+    walk = sorted((0, 2, 3, 5), key=lambda s: (position[s] - position[2]) % 6)
+    # a cut request of the walk's first two: the next walk starts at its third
+    assert policy.drain_cursor_after(1, set(walk[:2])) == position[walk[2]]
+    # ... as mode java's own drain leaves it
+    plans = policy.poll(0.0, PollContext({1: 1}, None, False, False))
+    assert sent(plans) == [(1, sorted(walk[:2]))]
+    assert policy.drain_cursor() == {1: position[walk[2]]}
+    # a client whose walk began elsewhere: its run wraps around this walk's start, and the
+    # next walk starts after it
+    assert policy.drain_cursor_after(1, {walk[3]}) == position[walk[2]]
+    # a full walk leaves the index one step back from where it began
+    acc2, full = make(partitions=6, linger_s=0.0)
+    for slot in (0, 2, 3, 5):
+        append(acc2, full, slot, now=0.0)
+    full.set_drain_cursor({1: 4})
+    assert full.drain_cursor_after(1, {0, 2, 3, 5}) == 3
+    assert full.drain_cursor_after(7, {0}) is None  # a node without data

@@ -95,6 +95,7 @@ BENCHMARK_EXTENSION_POINTS: dict[str, str] = {
     "producer_core.drivers.go_clients.driver": "client_throughput: the Go driver built first",
     "producer_core.drivers.kafka_java.fidelity": "fidelity: the emulation pairs it checks",
     "producer_core.drivers.kafka_java.run": "fidelity: a traced run of the Java producer",
+    "producer_core.drivers.librdkafka": "fidelity: a traced run of librdkafka",
     "producer_core.measure.cost_model": "broker_cost: the fitted cost model",
     "producer_core.measure.per_run": "a run on its own broker",
     "producer_core.measure.process_cost": "CPU time of processes",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from producer_core.analysis.compare import parse_mode_configs
-from producer_core.analysis.trace_replay import free_run, replay
+from producer_core.analysis.trace_replay import ReplayReport, free_run, replay
 from producer_core.results.client_trace import ClientTrace, TracedPart, TracedRequest
 from producer_core.workload.workload import Workload
 
@@ -263,3 +263,67 @@ def test_the_java_emulation_makes_the_real_java_producers_decisions() -> None:
     # a rule one millisecond looser makes the same requests, each a millisecond too early
     looser = replay(trace, "java", java_settings(4), workload.topic_specs()).delay_percentiles()
     assert looser is not None and looser["p1_ms"] >= 1.0
+
+
+LIBRDKAFKA_FIXTURE = Path(__file__).parent / "fixtures" / "librdkafka_trace.json.gz"
+
+
+def partition_replay(trace: ClientTrace, **settings: str) -> ReplayReport:
+    from producer_core.analysis.trace_replay import settings_from_trace
+
+    extra = [("produce.request.max.partitions", "1"),
+             *((k.replace("_", "."), v) for k, v in settings.items())]
+    return replay(trace, "partition", settings_from_trace(trace, "partition", extra))
+
+
+def test_the_partition_emulation_makes_the_real_librdkafkas_decisions() -> None:
+    """A trace of librdkafka 2.16.0 (confluent-kafka 2.16.1) on the embedded broker (16
+    partitions, 2,000 msg/s, linger.ms=5, 2 s, kbatch's defaults: idempotence, so 5
+    requests in flight; recorded on a loaded machine with benchmarks/fidelity.py --pairs
+    partition --replay-only --save-trace), replayed with what librdkafka ran with
+    (trace.settings: its batch.size of 1 MB, its in-flight limit)."""
+    with gzip.open(LIBRDKAFKA_FIXTURE, "rt") as f:
+        trace = ClientTrace.from_dict(json.load(f))
+    assert trace.client == "librdkafka" and trace.settings["linger.ms"] == "5"
+    assert sum(r.records for r in trace.requests) == len(trace.slots) == 4000
+    # librdkafka built no request before its rule allowed (as its log bounds it)
+    assert trace.timing["built_before_rule"] == 0
+    report = partition_replay(trace)
+    assert report.compared == len(trace.requests) > 2500
+    # every request one the emulation made, or held ready with the same records
+    assert report.share_same_rule == 1.0, "\n".join(report.lines())
+    # ... but its slots were often full, and librdkafka's round robin chose another
+    # ready partition than the oldest for 15% of them (the recorded figure: 84.6%)
+    assert report.share_identical >= 0.84
+    assert report.by_kind["choice"] > 300
+    assert report.extra_requests < 0.25 * report.compared
+    # a linger a millisecond stricter sends nothing where librdkafka did; one a millisecond
+    # looser sends partitions a pass before librdkafka did
+    stricter = partition_replay(trace, linger_ms="6")
+    assert stricter.share_same_rule < 0.3 and stricter.by_kind["not_sent"] > 1500
+    looser = partition_replay(trace, linger_ms="4")
+    assert looser.extra_requests > 0.6 * looser.compared
+    # and mode java, which drains every partition with data at once, does not decide alike
+    assert replay(trace, "java", java_settings(5)).share_identical < 0.01
+
+
+def test_a_ready_partition_sent_in_another_order_is_a_choice_not_another_rule() -> None:
+    # two partitions sendable at 5 and 5.5 ms; librdkafka, one request slot free, sent the
+    # younger first (its round robin stood there), the older once the slot was free
+    trace = ClientTrace("librdkafka", "2", ["t"], [2], clock_ms=0, clock_ns=0)
+    trace.add_messages([0, 1], [None, None], [bytes(100)] * 2, [0, MS // 2], None)
+    trace.add_appends(0, [0, MS // 2], [10_000, 10_000])
+    trace.requests = [TracedRequest(0, 6 * MS, 1, 0, -1, 6 * MS, 0, (TracedPart(1, 1),)),
+                      TracedRequest(1, 8 * MS, 1, 1, -1, 8 * MS, 1, (TracedPart(0, 1),))]
+    trace.responses = {0: 8 * MS, 1: 9 * MS}
+    settings = parse_mode_configs(["partition"], [
+        ("acks", "all"), ("produce.request.max.partitions", "1"),
+        ("max.in.flight.requests.per.connection", "1")], [], linger_ms=5)[0].settings
+    report = replay(trace, "partition", settings)
+    assert (report.identical, report.by_kind["choice"], report.share_same_rule) == (1, 1, 1.0)
+    assert "held ready alike" in "\n".join(report.lines())
+    # with a linger of 7 ms neither was sendable: not a choice
+    stricter = parse_mode_configs(["partition"], [
+        ("acks", "all"), ("produce.request.max.partitions", "1"),
+        ("max.in.flight.requests.per.connection", "1")], [], linger_ms=7)[0].settings
+    assert replay(trace, "partition", stricter).by_kind["not_sent"] == 1

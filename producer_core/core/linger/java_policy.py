@@ -272,6 +272,38 @@ class JavaLinger(LingerPolicy):
             return None
         return min(marks.values(), key=REASONS.index)
 
+    # ------------------------------------------------------------ trace replay
+    def drain_cursor(self) -> dict[int, int]:
+        """Each node's drain index (where its next walk starts)."""
+        return dict(self._drain_index)
+
+    def set_drain_cursor(self, cursor: dict[int, int]) -> None:
+        self._drain_index = dict(cursor)
+
+    def drain_cursor_after(self, broker: int, taken: set[int]) -> int | None:
+        """Where the drain index of `broker` stands after a walk, from its current
+        partitions with data, that took `taken` (a real client's request: a run of the
+        walk's order) -- as `_drain` leaves it: at the first partition with data after the
+        run (it starts the next request), or one step back from the start after a full
+        walk. None: the node has no partition with data."""
+        parts = self._parts.get(broker)
+        nonempty = self._nonempty.get(broker)
+        if not parts or not nonempty:
+            return None
+        count = len(parts)
+        start = self._drain_index.get(broker, 0) % count
+        position = self._position
+        order = sorted(nonempty, key=lambda s: (position[s] - start) % count)
+        if nonempty <= taken:
+            return (start - 1) % count
+        in_run = False
+        for slot in order + order:  # a run may wrap around the walk's start
+            if slot in taken:
+                in_run = True
+            elif in_run:
+                return position[slot]
+        return (start - 1) % count
+
     def _drain(self, broker: int, now: float) -> list[ProducerBatch]:
         """One request for `broker`: Java's `drainBatchesForOneNode`."""
         accumulator = self.accumulator

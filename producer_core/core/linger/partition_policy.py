@@ -95,6 +95,20 @@ class PartitionLinger(LingerPolicy):
             for slot in self._deadlines.expired(now, before=True):
                 self._mark_ready(slot)
 
+    def sendable(self, now: float) -> dict[int, int]:
+        """Slot -> records of the batch it would send, for every partition ready by this
+        policy's rule at `now` (whether or not a request slot is free for it): a trace
+        replay tells a rule that differs from the client's from a different choice among
+        partitions ready alike (`analysis.trace_replay`)."""
+        self._expire(now)
+        out: dict[int, int] = {}
+        for marks in self._ready.values():
+            for slot in marks:
+                head = self.accumulator.head(slot)
+                if head is not None:
+                    out[slot] = head.record_count
+        return out
+
     def poll(self, now: float, context: PollContext) -> list[RequestPlan]:
         self.context = context
         free_slots = context.free_slots
