@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-import producer_core.drivers.engine_parts as engine_parts  # noqa: E402
+import producer_core.engine.drivers.engine_parts as engine_parts  # noqa: E402
 from benchmarks.throughput import OtherLoad  # noqa: E402
 from producer_core import EmbeddedBroker, Workload, build_settings, load_workload  # noqa: E402
 from producer_core import run as engine_run  # noqa: E402

@@ -191,7 +191,7 @@ def started(name: str) -> Iterator[Broker]:
 
 
 async def _create(bootstrap: str, topic: str, partitions: int) -> None:
-    from producer_core.transport.transport import Cluster
+    from producer_core.engine.transport.transport import Cluster
 
     cluster = Cluster(bootstrap, client_id="kbatch-bench")
     try:
@@ -204,7 +204,7 @@ async def _create(bootstrap: str, topic: str, partitions: int) -> None:
 async def _delete(bootstrap: str, topic: str) -> None:
     from aiokafka.protocol.admin import DeleteTopicsRequest
 
-    from producer_core.transport.transport import Cluster
+    from producer_core.engine.transport.transport import Cluster
 
     cluster = Cluster(bootstrap, client_id="kbatch-bench")
     try:
@@ -241,7 +241,7 @@ def prepare(rows: list[str]) -> Tools:
         tools.kafka_dist = resolve(progress=log)
     for row in rows:
         if row in GO_ROWS:
-            from producer_core.drivers.go_clients.driver import prepare as prepare_go
+            from producer_core.engine.drivers.go_clients.driver import prepare as prepare_go
 
             prepare_go(row, progress=log)
     return tools

@@ -156,7 +156,7 @@ def parse_rdkafka(stdout: str) -> dict[str, Any] | None:
 TANSU_JAVA_PROPS = ("metadata.cluster.check.enable=false",)
 """kafka-clients 4.4's KIP-1242 cluster check sends ApiVersions v5, which the embedded
 Tansu broker cannot read: it closes the connection and nothing is ever produced (see
-producer_core/drivers/kafka_java/cluster_check.py). Off, the client sends no ClusterId."""
+producer_core/engine/drivers/kafka_java/cluster_check.py). Off, the client sends no ClusterId."""
 
 
 def perf_command(dist: KafkaDist, bootstrap: str, topic: str, messages: int, size: int,

@@ -4,7 +4,7 @@ whole runs' figures side by side.
 
 A cell is a broker (the embedded Tansu broker, or 3 Apache Kafka nodes), a partition
 count, a rate, a window (`linger.ms` on both sides) and a `batch.size` (the client's
-default, or a value). For each pair of `producer_core.drivers.kafka_java.fidelity.PAIRS`:
+default, or a value). For each pair of `producer_core.engine.drivers.kafka_java.fidelity.PAIRS`:
 
 - **trace replay** (pairs whose real client traces: `java` <- `kafka-java`, `partition`
   <- `librdkafka`): the real client runs with its trace on, then the emulation's policy
@@ -47,9 +47,9 @@ from typing import Any
 from producer_core import EmbeddedBroker, ProducerSettings, Workload, parse_mode_configs
 from producer_core import run as engine_run
 from producer_core.analysis.trace_replay import free_run, replay, settings_from_trace
-from producer_core.drivers.kafka_java.fidelity import PAIRS, check
-from producer_core.drivers.kafka_java.run import run_traced
-from producer_core.drivers.librdkafka import run_traced as run_traced_librdkafka
+from producer_core.engine.drivers.kafka_java.fidelity import PAIRS, check
+from producer_core.engine.drivers.kafka_java.run import run_traced
+from producer_core.engine.drivers.librdkafka import run_traced as run_traced_librdkafka
 from producer_core.results.client_trace import ClientTrace
 
 TRACED = {"kafka-java", "librdkafka"}

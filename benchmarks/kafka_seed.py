@@ -36,7 +36,7 @@ from typing import Any
 
 from producer_core import compare, parse_mode_configs
 from producer_core.brokers.kafka import KafkaCluster
-from producer_core.transport.transport import Cluster
+from producer_core.engine.transport.transport import Cluster
 
 MODES = "librdkafka,partition,java,broker,adaptive"
 BROKER_CONFIG = ["broker:broker.batch.max.bytes=10485760", "broker:max.request.size=10485760"]

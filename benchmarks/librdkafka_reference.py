@@ -71,7 +71,7 @@ def _topic(cluster: KafkaCluster, name: str, partitions: int) -> None:
     """A fresh topic of the scenario's shape, created through kbatch's own transport."""
     import asyncio
 
-    from producer_core.transport.transport import Cluster
+    from producer_core.engine.transport.transport import Cluster
 
     async def create() -> None:
         client = Cluster(cluster.bootstrap)

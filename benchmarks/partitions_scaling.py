@@ -82,7 +82,7 @@ def own_cpu_s() -> float:
 def child(args: argparse.Namespace) -> None:
     """One run, in this process: create the topic, say READY, run, print the figures."""
     from producer_core import Workload, parse_mode_configs, run
-    from producer_core.transport.transport import Cluster
+    from producer_core.engine.transport.transport import Cluster
 
     topic = f"scaling-{args.mode}-{args.partitions}-{time.time_ns()}"
 
@@ -131,7 +131,7 @@ async def delete_topic(bootstrap: str, topic: str) -> None:
     two 10,000-partition topics took this machine's node past its 20,000-file limit."""
     from aiokafka.protocol.admin import DeleteTopicsRequest
 
-    from producer_core.transport.transport import Cluster
+    from producer_core.engine.transport.transport import Cluster
 
     cluster = Cluster(bootstrap)
     try:

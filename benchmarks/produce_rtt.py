@@ -29,8 +29,8 @@ if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
 from aiokafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 
 from producer_core import EmbeddedBroker  # noqa: E402
-from producer_core.transport.produce_wire import ProduceRequest  # noqa: E402
-from producer_core.transport.transport import Cluster  # noqa: E402
+from producer_core.engine.transport.produce_wire import ProduceRequest  # noqa: E402
+from producer_core.engine.transport.transport import Cluster  # noqa: E402
 
 VALUE = b"x" * 100
 PAUSE_S = 0.5

@@ -48,7 +48,7 @@ RUN_FRAME = "engine_run ("
 """A py-spy stack is the engine run's when it passes through this script's `engine_run`..."""
 SETUP_FRAMES = ("_find_and_load", "Engine._setup ")
 """...and through none of these: an import, the engine's connecting and producer id."""
-SETUP_FILE = "producer_core/drivers/engine.py"
+SETUP_FILE = "producer_core/engine/drivers/engine.py"
 LINE = re.compile(r":\d+\)$")
 EXIT_USAGE = 2
 
@@ -81,7 +81,7 @@ def engine_run(args: argparse.Namespace, bootstrap: str, topic: str,
 
 
 async def _create(bootstrap: str, topic: str, partitions: int) -> None:
-    from producer_core.transport.transport import Cluster
+    from producer_core.engine.transport.transport import Cluster
 
     cluster = Cluster(bootstrap, client_id="kbatch-profile")
     try:

@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
 from producer_core import EmbeddedBroker, Progress, Workload, build_settings, run  # noqa: E402
-from producer_core.transport.transport import Cluster  # noqa: E402
+from producer_core.engine.transport.transport import Cluster  # noqa: E402
 
 POLL_EVERY = 100
 """confluent-kafka: messages produced between two poll(0) calls (serves delivery callbacks)."""

@@ -22,9 +22,9 @@ if TYPE_CHECKING:  # what the lazy table below loads, for type checkers and edit
     from producer_core.analysis.compare import ModeRun, compare, parse_mode_configs, summary_rows
     from producer_core.brokers.embedded import EmbeddedBroker
     from producer_core.config import SETTINGS, build_settings
-    from producer_core.drivers.engine import Delivery, Progress, run, run_async
+    from producer_core.engine.drivers.engine import Delivery, Progress, run, run_async
+    from producer_core.engine.modes import MODES
     from producer_core.errors import BrokerError, ConfigError, KbatchError, UsageError
-    from producer_core.modes import MODES
     from producer_core.results.metrics import Results
     from producer_core.settings import ProducerSettings
     from producer_core.workload.payload import PayloadSpec
@@ -33,10 +33,10 @@ if TYPE_CHECKING:  # what the lazy table below loads, for type checkers and edit
 
 API: dict[str, str] = {
     # run one workload in one mode against a cluster (blocking, or on your event loop)
-    "run": "producer_core.drivers.engine",
-    "run_async": "producer_core.drivers.engine",
-    "Progress": "producer_core.drivers.engine",
-    "Delivery": "producer_core.drivers.engine",
+    "run": "producer_core.engine.drivers.engine",
+    "run_async": "producer_core.engine.drivers.engine",
+    "Progress": "producer_core.engine.drivers.engine",
+    "Delivery": "producer_core.engine.drivers.engine",
     # the workload
     "Workload": "producer_core.workload.workload",
     "TopicSpec": "producer_core.workload.workload",
@@ -50,7 +50,7 @@ API: dict[str, str] = {
     "ProducerSettings": "producer_core.settings",
     "build_settings": "producer_core.config",
     "SETTINGS": "producer_core.config",
-    "MODES": "producer_core.modes",
+    "MODES": "producer_core.engine.modes",
     # what a run measured, and several modes side by side
     "Results": "producer_core.results.metrics",
     "compare": "producer_core.analysis.compare",

@@ -3,7 +3,7 @@
 One table (`SETTINGS`) describes every setting: its type, default, allowed range and a
 one-line meaning. Parsing, validation, `--help` text and the results JSON all read it, so
 a setting is declared once: the shared ones here, each mode's own in its module
-(`producer_core.modes`), which also holds the mode's checks.
+(`producer_core.engine.modes`), which also holds the mode's checks.
 """
 
 from __future__ import annotations
@@ -20,23 +20,25 @@ from producer_core.client_properties import (
     not_used_warning,
     unknown_property_message,
 )
-from producer_core.errors import ConfigError
-from producer_core.modes import (  # declared there; MODES and COLLECTOR_MODES importable here
+
+# declared in the mode registry; MODES and COLLECTOR_MODES importable here
+from producer_core.engine.modes import (
     COLLECTOR_MODES,  # noqa: F401 - re-exported
     MODES,  # noqa: F401 - re-exported
     PASSTHROUGH_MODES,
     mode_problem,
     mode_settings,
 )
-from producer_core.modes import mode as mode_spec
-from producer_core.modes.bruce_topics import (  # mode bruce's per-topic settings
+from producer_core.engine.modes import mode as mode_spec
+from producer_core.engine.modes.bruce_topics import (  # mode bruce's per-topic settings
     BRUCE_TOPIC_PREFIX,
     BRUCE_TOPIC_SETTINGS,
     bruce_topic_spec,
 )
-from producer_core.modes.librdkafka import LIBRDKAFKA_RESERVED
-from producer_core.modes.spec import SettingSpec, setting
-from producer_core.modes.versions import base_mode
+from producer_core.engine.modes.librdkafka import LIBRDKAFKA_RESERVED
+from producer_core.engine.modes.spec import SettingSpec, setting
+from producer_core.engine.modes.versions import base_mode
+from producer_core.errors import ConfigError
 from producer_core.security import SECURITY_KEYS, build_security
 from producer_core.settings import ACKS_VALUES, ProducerSettings  # noqa: F401 - re-exported
 from producer_core.workload.partitioners import PARTITIONERS

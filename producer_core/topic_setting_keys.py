@@ -7,7 +7,7 @@ from __future__ import annotations
 BRUCE_TOPIC_PREFIX = "bruce.topic."
 BRUCE_TOPIC_SUFFIXES = ("max.delay.ms", "max.bytes", "max.messages", "rate.limit.interval.ms",
                         "rate.limit.max.messages")
-"""The settings one topic can have; `producer_core.modes.bruce_topics` specifies each."""
+"""The settings one topic can have; `producer_core.engine.modes.bruce_topics` specifies each."""
 
 
 def bruce_topic_key(key: str) -> tuple[str, str] | None:

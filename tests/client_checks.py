@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import replace
 
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
+from producer_core.engine.drivers.engine import Delivery, run
 from producer_core.workload.partitioners.partitioner import key_table
 from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic

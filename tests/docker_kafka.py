@@ -61,7 +61,7 @@ def compose_skip_reason() -> str | None:
 
 
 async def _brokers_seen(bootstrap: str) -> int:
-    from producer_core.transport.transport import Cluster
+    from producer_core.engine.transport.transport import Cluster
 
     cluster = Cluster(bootstrap)
     try:

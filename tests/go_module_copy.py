@@ -15,13 +15,13 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-from producer_core.drivers.go_clients.driver import MODULES
-from producer_core.modes.go_toolchain import find_go
+from producer_core.engine.drivers.go_clients.driver import MODULES
+from producer_core.engine.modes.go_toolchain import find_go
 
 
 def pinned_version(client: str) -> str:
     """The release of `client` kbatch's Go driver requires (its go.mod)."""
-    go_mod = (resources.files("producer_core.drivers.go_clients") / "go" / "go.mod"
+    go_mod = (resources.files("producer_core.engine.drivers.go_clients") / "go" / "go.mod"
               ).read_text()
     match = re.search(rf"^\s*{re.escape(MODULES[client])}\s+(v\S+)", go_mod, re.MULTILINE)
     assert match, go_mod

@@ -1,12 +1,17 @@
 """librdkafka's C sources for the tests of own builds: kbatch's own fetch
-(`producer_core.drivers.librdkafka_source`, the rdkafka-sys crate through cargo). None when
+(`producer_core.engine.drivers.librdkafka_source`, the rdkafka-sys crate through cargo). None when
 cargo is not there, so the tests that need a tree skip."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from producer_core.drivers.librdkafka_source import CRATE, CRATE_VERSION, fetch_tree, find_cargo
+from producer_core.engine.drivers.librdkafka_source import (
+    CRATE,
+    CRATE_VERSION,
+    fetch_tree,
+    find_cargo,
+)
 
 __all__ = ["CRATE", "CRATE_VERSION", "fetch_tree_or_none"]
 

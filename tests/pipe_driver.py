@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from producer_core.drivers.client_pipe import protocol
+from producer_core.engine.drivers.client_pipe import protocol
 
 DRIVERS = ("kafka-java", "franz-go", "sarama", "kafka-go")
 """Every driver of the protocol, by mode."""
@@ -21,10 +21,10 @@ DRIVERS = ("kafka-java", "franz-go", "sarama", "kafka-go")
 def driver_command(mode: str) -> list[str]:
     """How to start `mode`'s driver (built or compiled on first use)."""
     if mode == "kafka-java":
-        from producer_core.drivers.kafka_java import driver
+        from producer_core.engine.drivers.kafka_java import driver
 
         return driver.prepare(progress=lambda _: None).command()
-    from producer_core.drivers.go_clients import driver as go_driver
+    from producer_core.engine.drivers.go_clients import driver as go_driver
 
     return go_driver.prepare(mode, progress=lambda _: None).command()
 

@@ -7,13 +7,13 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from producer_core.transport.priming import PRIME_KEY
+from producer_core.engine.transport.priming import PRIME_KEY
 from producer_core.workload.workload import message_id_of
 
 
 def is_priming(record: Any) -> bool:
     """A priming record (key kbatch.prime, no value: written before a run's clock,
-    `producer_core.transport.priming`), not one of the run's."""
+    `producer_core.engine.transport.priming`), not one of the run's."""
     return record.value is None and record.key == PRIME_KEY
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiokafka.errors import KafkaConnectionError
 
-from producer_core.transport.transport import ClusterView
+from producer_core.engine.transport.transport import ClusterView
 
 WALL_CLOCK_BASE = 1_700_000_000.0
 """The wall clock (record timestamps) during a virtual run: this plus the loop's time."""

@@ -33,7 +33,7 @@ _CHUNK = 256 * 1024
 
 def produce_frames_of(results: Any) -> int:
     """The Produce frames a run puts on the wire: its `requests_sent`, and before its
-    clock the priming requests (`producer_core.transport.priming`, `results.priming`)."""
+    clock the priming requests (`producer_core.engine.transport.priming`, `results.priming`)."""
     return results.requests_sent + (results.priming or {}).get("requests", 0)
 _HEADER = struct.Struct(">ihh")  # size, api_key, api_version
 

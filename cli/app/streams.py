@@ -114,7 +114,7 @@ def quiet_client_logs() -> None:
     """Third-party client log lines to a file, and one line about them at exit."""
     import atexit
 
-    from producer_core.transport.client_logs import capture_client_logs, client_log_summary
+    from producer_core.engine.transport.client_logs import capture_client_logs, client_log_summary
 
     capture_client_logs()
 

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure  # noqa: E402  (after selecting the backend
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from producer_core.config import MODES  # noqa: E402
-from producer_core.modes import base_mode  # noqa: E402
+from producer_core.engine.modes import base_mode  # noqa: E402
 from producer_core.results.histogram import LatencyHistogram  # noqa: E402
 
 __all__ = ["ack_vs_e2e_chart", "latency_chart", "mode_color", "over_time_chart", "percentile_curve",

@@ -85,7 +85,7 @@ def mean_value_bytes(payload: PayloadSpec, record_size: int, id_bytes: int = 8) 
 
 
 async def _existing_partitions(bootstrap: str, settings: Any, topic: str) -> int | None:
-    from producer_core.transport.transport import Cluster
+    from producer_core.engine.transport.transport import Cluster
 
     cluster = Cluster.for_settings(bootstrap, settings)
     try:

@@ -33,7 +33,7 @@ from cli.options.run import (
 )
 from cli.options.txn import transaction_options
 from producer_core.config import settings_help
-from producer_core.modes import mode_help
+from producer_core.engine.modes import mode_help
 
 
 @click.command(cls=PerfTestArgs, epilog="Producer settings (-X key=value):\n\n" +

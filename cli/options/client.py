@@ -22,8 +22,8 @@ from producer_core.config import (
     setting_kind,
     unknown_setting_message,
 )
+from producer_core.engine.modes import PASSTHROUGH_MODES
 from producer_core.errors import ConfigError, UsageError
-from producer_core.modes import PASSTHROUGH_MODES
 from producer_core.properties import load_properties
 from producer_core.topic_creation import TopicCreation, parse_topic_creation
 

@@ -29,7 +29,7 @@ def client_build_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def apply_client_builds(builds: Sequence[str], modes: Sequence[str],
                         progress: Callable[[str], None]) -> list[str]:
     """The modes with each built client's plain name replaced by its build's label."""
-    from producer_core.modes import register_build
+    from producer_core.engine.modes import register_build
 
     labels: dict[str, str] = {}
     for item in builds:

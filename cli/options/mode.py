@@ -1,7 +1,7 @@
 """`--mode`'s type: a mode name, or ``MODE@VERSION`` for modes that run a real client.
 
 A `click.Choice` still (its help lists the modes, completion offers them); a label with
-``@`` is judged by the registry (`producer_core.modes.mode_problem`), which is where
+``@`` is judged by the registry (`producer_core.engine.modes.mode_problem`), which is where
 versions are understood."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from producer_core.modes import MODES, mode_problem
+from producer_core.engine.modes import MODES, mode_problem
 
 
 class ModeChoice(click.Choice):

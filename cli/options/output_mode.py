@@ -31,7 +31,7 @@ from producer_core.results.metric_catalog import DEFAULT_INTERVAL_S
 if TYPE_CHECKING:  # not imported for `--help`: the engine brings numpy and aiokafka
     from rich.live import Live
 
-    from producer_core.drivers.engine import Progress
+    from producer_core.engine.drivers.engine import Progress
 
 @dataclass(frozen=True)
 class Output:

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 from producer_core.bounds import MAX_CLIENT_ID, MAX_TRANSACTIONAL_ID_BYTES
 from producer_core.config import ProducerSettings
-from producer_core.drivers.run_checks import check_message_fits
+from producer_core.engine.drivers.run_checks import check_message_fits
+from producer_core.engine.modes import modes_reading
 from producer_core.errors import UsageError
-from producer_core.modes import modes_reading
 from producer_core.workload.workload import Workload
 
 
@@ -46,7 +46,7 @@ def other_mode_warnings(settings: ProducerSettings, mode: str) -> ProducerSettin
     `build_settings` did not already warn about: the run ignores it."""
     added = []
     for key in sorted(settings.explicit):
-        readers = modes_reading(key)  # from the mode registry (producer_core.modes)
+        readers = modes_reading(key)  # from the mode registry (producer_core.engine.modes)
         if not readers or mode in readers:
             continue
         if any(key in warning for warning in settings.warnings):

@@ -40,9 +40,9 @@ class Runner:
 
     @contextmanager
     def open(self) -> Iterator[Callable[..., Any]]:
-        """Yield a callable with the signature of `producer_core.drivers.engine.run`."""
+        """Yield a callable with the signature of `producer_core.engine.drivers.engine.run`."""
         if self.master is None:
-            from producer_core.drivers.engine import run
+            from producer_core.engine.drivers.engine import run
 
             yield run
             return

@@ -37,7 +37,7 @@ COUNTING_PREFIX = "Compiling "
 
 
 class InstallProgress:
-    """The `progress` callback of `producer_core.modes.install_clients`, drawn with rich."""
+    """The `progress` callback of `producer_core.engine.modes.install_clients`, drawn with rich."""
 
     def __init__(self, out: Console | None = None) -> None:
         self.console = out or console

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.render.broker_cost import broker_cost_rows
-from producer_core.modes import COLLECTOR_MODES
+from producer_core.engine.modes import COLLECTOR_MODES
 from producer_core.results.metric_catalog import summary_metric
 
 console = Console(stderr=True)

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 from matplotlib.colors import to_hex
 
 from cli.charts.charts import mode_color, percentile_curve
-from producer_core.modes import base_mode
+from producer_core.engine.modes import base_mode
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.intervals import ROW_COUNTERS
 from producer_core.results.metric_catalog import METRICS

@@ -26,7 +26,7 @@ from cli.render.results_tables import (
     run_topic_tables,
 )
 from cli.render.tables import console, out
-from producer_core.modes import keeps_request_log
+from producer_core.engine.modes import keeps_request_log
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.metrics import E2E_HISTOGRAM_KEY
 from producer_core.results.results_io import (

@@ -34,8 +34,8 @@ from producer_core.analysis.capacity import (
 from producer_core.analysis.compare import ModeRun, parse_mode_configs, parse_modes
 from producer_core.analysis.sweep import parse_slo
 from producer_core.config import MODES
+from producer_core.engine.modes import topic_part
 from producer_core.errors import UsageError
-from producer_core.modes import topic_part
 from producer_core.results.results_io import write_json
 from producer_core.results.run_facts import RunFacts, run_document
 from producer_core.workload.workload import Workload

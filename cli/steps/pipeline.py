@@ -21,9 +21,9 @@ from cli.render.container_facts import aim_faults
 from cli.render.install_progress import InstallProgress
 from cli.render.tables import console
 from producer_core.brokers import BrokerTarget
+from producer_core.engine.modes import install_clients as modes_install
 from producer_core.measure.per_run import run_targets
 from producer_core.measure.verify_read import VerifyingRun
-from producer_core.modes import install_clients as modes_install
 from producer_core.results.results_io import RunRecorder
 from producer_core.results.run_facts import RunFacts
 

@@ -74,10 +74,10 @@ def settings_table() -> str:
             + table(head, rows(BRUCE_TOPIC_SETTINGS, f"{BRUCE_TOPIC_PREFIX}<topic>.")))
 
 
-# --- modes (producer_core/modes/, REGISTRY in its __init__.py) ------------------------------
+# --- modes (producer_core/engine/modes/, REGISTRY in its __init__.py) -------------------------
 
 def modes_table() -> str:
-    from producer_core.modes import REGISTRY
+    from producer_core.engine.modes import REGISTRY
 
     rows = []
     for spec in REGISTRY:

@@ -34,8 +34,8 @@ from typing import Any
 
 from producer_core.analysis.columns import METADATA_COLUMNS
 from producer_core.analysis.where import parse_where, to_spark
+from producer_core.engine.modes import keeps_request_log
 from producer_core.errors import UsageError
-from producer_core.modes import keeps_request_log
 from producer_core.results.results_io import RESULTS_FILE, ResultsError, load_results, run_group
 
 DEFAULT_GROUP_BY = ("run", "mode", "broker")

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from producer_core.config import ProducerSettings, build_settings
-from producer_core.drivers.engine import Progress, run
+from producer_core.engine.drivers.engine import Progress, run
+from producer_core.engine.modes import mode as mode_spec
+from producer_core.engine.modes import mode_problem
+from producer_core.engine.modes.versions import base_mode, topic_part
 from producer_core.errors import UsageError
-from producer_core.modes import mode as mode_spec
-from producer_core.modes import mode_problem
-from producer_core.modes.versions import base_mode, topic_part
 from producer_core.results.metric_catalog import (
     SUMMARY,
     SUMMARY_METRICS,
@@ -76,7 +76,7 @@ def parse_mode_configs(
 
 def linger_knob(mode: str) -> str | None:
     """The setting that holds a mode's linger window (None: the mode chooses it itself);
-    declared per mode in `producer_core.modes`."""
+    declared per mode in `producer_core.engine.modes`."""
     return mode_spec(mode).window
 
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from producer_core.config import SETTINGS, build_settings, parse_assignment
+from producer_core.engine.modes import mode as mode_spec
+from producer_core.engine.modes.versions import parse_label
 from producer_core.errors import UsageError
-from producer_core.modes import mode as mode_spec
-from producer_core.modes.versions import parse_label
 
 # --------------------------------------------------------------------------- windows
 
@@ -29,7 +29,7 @@ def window_knob(mode: str) -> str | None:
     """The setting a `--windows` value goes to: compare-modes' `linger_knob` (linger.ms,
     broker.linger.ms, bruce.combined.max.delay.ms), the upper bound of the window for
     adaptive and aimd, and none for mode none (linger 0 by definition: it runs once);
-    declared per mode in `producer_core.modes`."""
+    declared per mode in `producer_core.engine.modes`."""
     return mode_spec(mode).sweep_window
 
 

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from producer_core.config import build_settings
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.core.linger.base import LingerPolicy, PollContext
-from producer_core.modes import make_policy
-from producer_core.modes import mode as mode_spec
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.core.linger.base import LingerPolicy, PollContext
+from producer_core.engine.modes import make_policy
+from producer_core.engine.modes import mode as mode_spec
 from producer_core.results.client_trace import ClientTrace, TracedRequest
 from producer_core.settings import ProducerSettings
 from producer_core.workload.workload import TopicSpec

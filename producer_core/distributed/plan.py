@@ -24,8 +24,8 @@ from producer_core.distributed.limits import (  # noqa: F401 - re-exported
     MASTER_FORMS,
     MAX_WORKERS,
 )
+from producer_core.engine.transport.transport import Cluster, parse_bootstrap
 from producer_core.errors import UsageError
-from producer_core.transport.transport import Cluster, parse_bootstrap
 from producer_core.workload.workload import Workload
 
 MAX_LOCAL_SLOTS = 1024

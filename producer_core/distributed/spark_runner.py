@@ -4,8 +4,8 @@ The driver (this process) plans (`plan`): checks the master, creates the topics,
 the workload into shares with one common start instant. The shares run as one *barrier*
 stage, so Spark launches all of them at once or none (a share waiting for a free slot
 would start late and break the common schedule), with task retries off (a retried share
-would produce its messages twice). Each task calls `producer_core.drivers.engine.run` on its share
-as a library and returns its Results as a payload of plain values (`merge.to_payload`:
+would produce its messages twice). Each task calls `producer_core.engine.drivers.engine.run`
+on its share as a library and returns its Results as a payload of plain values (`merge.to_payload`:
 counters, encoded HdrHistograms, request log rows); the driver merges them exactly
 (`merge.merge_results`).
 
@@ -137,7 +137,7 @@ def run_share(task: ShareTask) -> dict[str, Any]:
     sender = _ProgressSender(task.progress_to, task.index)
     host = socket.gethostname()
     try:
-        from producer_core.drivers.engine import run
+        from producer_core.engine.drivers.engine import run
 
         results = run(task.workload, task.settings, task.mode, task.bootstrap, sender)
         began = sender.began  # the engine's schedule start, wall clock
@@ -201,7 +201,7 @@ class _ProgressListener:
 
 
 class SparkRunner:
-    """Runs workloads as N shares on Spark; call it like `producer_core.drivers.engine.run`.
+    """Runs workloads as N shares on Spark; call it like `producer_core.engine.drivers.engine.run`.
 
     Use as a context manager (or `start()`/`stop()`): the Spark session lives as long as
     the runner, so compare-modes runs every mode on one session.

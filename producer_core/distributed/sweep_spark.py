@@ -53,7 +53,7 @@ def run_cell(task: CellTask) -> dict[str, Any]:
     import socket
 
     from producer_core.brokers.target import broker_target
-    from producer_core.drivers.engine import run
+    from producer_core.engine.drivers.engine import run
     from producer_core.results.results_io import utc_now
 
     try:

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from producer_core.core.ledger import Delivery
+from producer_core.engine.core.ledger import Delivery
+from producer_core.engine.transport.transport import ensure_topics
 from producer_core.measure import e2e
 from producer_core.measure.consumers import (
     Assignment,
@@ -34,7 +35,6 @@ from producer_core.measure.e2e_notes import fetch_wait_note, isolation_note
 from producer_core.measure.verify import idempotence_enabled, verify_document
 from producer_core.measure.verify_read import end_offsets
 from producer_core.security import redact
-from producer_core.transport.transport import ensure_topics
 from producer_core.workload.workload import Workload
 
 DRAIN_TIMEOUT_S = 60.0

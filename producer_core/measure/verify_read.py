@@ -19,7 +19,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from producer_core.core.ledger import Delivery
+from producer_core.engine.core.ledger import Delivery
 from producer_core.errors import BrokerError
 from producer_core.measure.verify import COUNTS, check_topic, idempotence_enabled, verify_document
 from producer_core.workload.workload import ID_BYTES, SizeSpec, Workload, message_id_of

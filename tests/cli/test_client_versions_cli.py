@@ -98,7 +98,7 @@ def test_a_librdkafka_release_runs_out_of_process_beside_the_pinned_one(tmp_path
 def test_your_own_kafka_clients_jar_runs_and_is_named(tmp_path) -> None:
     """--client-build kafka-java=JAR: a jar of your own (here a copy of a release's) runs
     as kafka-java@build-<hash>, with its path, hash and reported version in the results."""
-    from producer_core.drivers.kafka_java.driver import client_libs
+    from producer_core.engine.drivers.kafka_java.driver import client_libs
 
     release = next(client_libs(lambda text: None, "3.9.1").glob("kafka-clients-*.jar"))
     jar = tmp_path / "kafka-clients-mine.jar"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.drivers.go_clients.builds import module_digest
-from producer_core.modes.go_toolchain import find_go
+from producer_core.engine.drivers.go_clients.builds import module_digest
+from producer_core.engine.modes.go_toolchain import find_go
 from tests.cli.test_produce_cli import kbatch
 from tests.go_module_copy import module_copy, pinned_version
 

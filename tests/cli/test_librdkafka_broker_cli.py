@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.drivers.librdkafka_patches import patch_series
+from producer_core.engine.drivers.librdkafka_patches import patch_series
 from tests.cli.test_produce_cli import KBATCH, ROOT
 
 pytestmark = pytest.mark.skipif(not patch_series(),

@@ -69,7 +69,7 @@ def test_site_needs_no_network(site: Path) -> None:
 
 def test_generated_reference_is_in_the_built_site(site: Path) -> None:
     from producer_core.config import SETTINGS
-    from producer_core.modes import REGISTRY
+    from producer_core.engine.modes import REGISTRY
 
     settings = (site / "reference/settings/index.html").read_text()
     for name in SETTINGS:

@@ -12,7 +12,7 @@ import pytest
 from producer_core.analysis.analyze import analyze, find_runs, session_conf
 from producer_core.analysis.compare import compare, parse_mode_configs
 from producer_core.config import build_settings
-from producer_core.drivers.engine import run
+from producer_core.engine.drivers.engine import run
 from producer_core.errors import UsageError
 from producer_core.results.results_io import RunRecorder, add_facts, write_results_dir
 from producer_core.results.run_facts import run_document

@@ -15,7 +15,7 @@ from producer_core.analysis.sweep import window_assignments
 from producer_core.brokers import BrokerTarget
 from producer_core.brokers.target import broker_target
 from producer_core.config import build_settings
-from producer_core.drivers.engine import run
+from producer_core.engine.drivers.engine import run
 from producer_core.measure.cost_run import measured
 from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic, skip_kafka_reason

@@ -20,9 +20,9 @@ from collections import Counter
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.client_pipe.protocol import PROTOCOL_VERSION, RESULT_FIELDS
-from producer_core.drivers.engine import run
-from producer_core.transport.transport import ensure_topics
+from producer_core.engine.drivers.client_pipe.protocol import PROTOCOL_VERSION, RESULT_FIELDS
+from producer_core.engine.drivers.engine import run
+from producer_core.engine.transport.transport import ensure_topics
 from producer_core.workload.workload import Workload
 from tests.pipe_driver import DRIVERS, PipeSession, base_settings
 from tests.wire_proxy import produce_frames_of

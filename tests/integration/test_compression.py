@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.engine import run
+from producer_core.engine.drivers.engine import run
 from producer_core.workload.payload import PayloadSpec
 from producer_core.workload.workload import Workload
 from tests.readback import read_all

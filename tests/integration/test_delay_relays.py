@@ -13,7 +13,7 @@ from producer_core.brokers.embedded import EmbeddedBroker
 from producer_core.brokers.lab.delay import DelayModel
 from producer_core.brokers.lab.relay import DelayRelays
 from producer_core.config import build_settings
-from producer_core.drivers.engine import run
+from producer_core.engine.drivers.engine import run
 from producer_core.workload.workload import Workload
 from tests.readback import read_all
 

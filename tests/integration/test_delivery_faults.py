@@ -18,7 +18,7 @@ import pytest
 
 from producer_core.brokers.embedded import EmbeddedBroker
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
+from producer_core.engine.drivers.engine import Delivery, run
 from producer_core.results.metrics import Results
 from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import own_embedded_broker

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
+from producer_core.engine.drivers.engine import Delivery, run
 from producer_core.errors import BrokerError
 from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic
@@ -91,8 +91,8 @@ def test_generator_passes_are_paced_and_every_message_still_lands(tansu_broker, 
     schedule come at most every GENERATOR_PASS_INTERVAL_S, each appending several messages
     (run_control.GENERATOR_PASS_INTERVAL_S's docstring). Counted against the same run
     unpaced."""
-    from producer_core.drivers import run_control
-    from producer_core.drivers.generator import Generator
+    from producer_core.engine.drivers import run_control
+    from producer_core.engine.drivers.generator import Generator
 
     passes = 0
     original = Generator.generate

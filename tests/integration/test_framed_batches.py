@@ -13,8 +13,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from producer_core.config import build_settings
-from producer_core.core.record_batch import RecordBatchWriter
-from producer_core.drivers.engine import Delivery, run
+from producer_core.engine.core.record_batch import RecordBatchWriter
+from producer_core.engine.drivers.engine import Delivery, run
 from producer_core.workload.message_source import TopicSource
 from producer_core.workload.payload import PayloadSpec
 from producer_core.workload.workload import Workload, message_id_of

@@ -21,9 +21,9 @@ import pytest
 from producer_core.brokers import BrokerTarget
 from producer_core.brokers.target import broker_target
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
+from producer_core.engine.drivers.engine import Delivery, run
+from producer_core.engine.modes.go_toolchain import find_go
 from producer_core.measure.cost_run import measured
-from producer_core.modes.go_toolchain import find_go
 from producer_core.results.results_io import add_facts, results_schema, validate_document
 from producer_core.workload.workload import Workload
 from tests.client_checks import all_acknowledged, assert_read_back_where_reported
@@ -124,7 +124,7 @@ def test_kafka_counts_every_produce_request_a_go_client_sent(kafka_target, mode)
 
 
 def test_the_driver_is_built_once_per_source(tmp_path, monkeypatch):
-    from producer_core.drivers.go_clients import driver
+    from producer_core.engine.drivers.go_clients import driver
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     messages: list[str] = []
@@ -148,7 +148,7 @@ def test_the_go_sources_are_gofmt_and_vet_clean_and_their_tests_pass():
 
     go = find_go()
     assert go is not None, "the Go toolchain is needed"
-    source = Path(__file__).parents[2] / "producer_core/drivers/go_clients/go"
+    source = Path(__file__).parents[2] / "producer_core/engine/drivers/go_clients/go"
     gofmt = Path(go).with_name("gofmt")
     unformatted = subprocess.run([str(gofmt), "-l", "."], cwd=source, capture_output=True,
                                  text=True, check=True, timeout=120).stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.engine import run
+from producer_core.engine.drivers.engine import run
 from producer_core.workload.workload import RateSpec, TopicSpec, Workload
 
 pytestmark = pytest.mark.broker

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.memory import MAX_BLOCK_REASON
-from producer_core.drivers.engine import run
+from producer_core.engine.core.memory import MAX_BLOCK_REASON
+from producer_core.engine.drivers.engine import run
 from producer_core.workload.workload import Workload
 from tests.wire_proxy import produce_frames_of
 

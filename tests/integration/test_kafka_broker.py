@@ -19,8 +19,8 @@ import pytest
 from producer_core.brokers.kafka import DIR_PREFIX, KafkaCluster, sweep_stale_dirs
 from producer_core.brokers.kafka_dist import KAFKA_VERSION
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
-from producer_core.transport.transport import Cluster
+from producer_core.engine.drivers.engine import Delivery, run
+from producer_core.engine.transport.transport import Cluster
 from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic, skip_kafka_reason
 from tests.readback import read_all

@@ -22,11 +22,11 @@ from producer_core.analysis.compare import parse_mode_configs
 from producer_core.analysis.trace_replay import replay
 from producer_core.brokers.embedded import EmbeddedBroker
 from producer_core.config import build_settings
-from producer_core.core.accumulator import TopicPartition
-from producer_core.core.linger.java_policy import java_metadata_order
-from producer_core.drivers.engine import Delivery, run
-from producer_core.drivers.kafka_java.driver import KAFKA_CLIENTS_VERSION
-from producer_core.drivers.kafka_java.run import run_traced
+from producer_core.engine.core.accumulator import TopicPartition
+from producer_core.engine.core.linger.java_policy import java_metadata_order
+from producer_core.engine.drivers.engine import Delivery, run
+from producer_core.engine.drivers.kafka_java.driver import KAFKA_CLIENTS_VERSION
+from producer_core.engine.drivers.kafka_java.run import run_traced
 from producer_core.errors import BrokerError
 from producer_core.results.results_io import add_facts, results_schema, validate_document
 from producer_core.workload.workload import Workload
@@ -118,7 +118,7 @@ def test_kafka_java_settles_a_hung_brokers_messages_as_the_engine_does(own_broke
     # requests then may be in the topic (unknown), those never sent are not (failed).
     # Java 4.x re-bootstraps when its only broker is unreachable, forgetting the topic, and
     # then blocks every send() for max.block.ms; recovery "none" keeps this run short.
-    from producer_core.drivers.kafka_java import run as kafka_java
+    from producer_core.engine.drivers.kafka_java import run as kafka_java
 
     properties = kafka_java.java_properties
     monkeypatch.setattr(kafka_java, "java_properties", lambda values: {
@@ -195,7 +195,7 @@ def test_the_java_emulation_makes_the_java_producers_decisions(tansu_broker):
 
 
 def test_a_cancelled_run_leaves_no_java_process(tansu_broker):
-    from producer_core.drivers.kafka_java import run as kafka_java
+    from producer_core.engine.drivers.kafka_java import run as kafka_java
 
     started: list[kafka_java.KafkaJavaRun] = []
     original = kafka_java.KafkaJavaRun.run
@@ -224,7 +224,7 @@ def test_a_cancelled_run_leaves_no_java_process(tansu_broker):
 
 
 def test_jars_are_fetched_and_the_driver_compiled_once_per_source(tmp_path, monkeypatch):
-    from producer_core.drivers.kafka_java import driver
+    from producer_core.engine.drivers.kafka_java import driver
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     messages: list[str] = []

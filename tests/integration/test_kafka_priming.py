@@ -12,10 +12,10 @@ from dataclasses import replace
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.engine import run
+from producer_core.engine.drivers.engine import run
+from producer_core.engine.transport.priming import PRIME_KEY
 from producer_core.measure.verify_read import VerifyingRun
 from producer_core.topic_creation import TopicCreation
-from producer_core.transport.priming import PRIME_KEY
 from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic, skip_kafka_reason
 from tests.readback import read_all

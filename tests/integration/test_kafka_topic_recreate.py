@@ -24,8 +24,8 @@ import pytest
 from aiokafka.protocol.admin import DeleteTopicsRequest
 
 from producer_core.brokers.kafka import KafkaCluster
+from producer_core.engine.transport.transport import Cluster
 from producer_core.errors import BrokerError
-from producer_core.transport.transport import Cluster
 from tests.kafka_fixtures import fresh_topic, skip_kafka_reason
 
 PARTITIONS = 200

@@ -14,10 +14,10 @@ import asyncio
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.engine import run
-from producer_core.drivers.librdkafka_patched import base_name, cached_label, ensure_build
-from producer_core.drivers.librdkafka_patches import patch_series, series_digest
-from producer_core.drivers.librdkafka_source import find_cargo
+from producer_core.engine.drivers.engine import run
+from producer_core.engine.drivers.librdkafka_patched import base_name, cached_label, ensure_build
+from producer_core.engine.drivers.librdkafka_patches import patch_series, series_digest
+from producer_core.engine.drivers.librdkafka_source import find_cargo
 from producer_core.measure.verify_read import VerifyingRun
 from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic

@@ -12,8 +12,8 @@ import pytest
 
 from producer_core.analysis.trace_replay import replay, settings_from_trace
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
-from producer_core.drivers.librdkafka import run_traced
+from producer_core.engine.drivers.engine import Delivery, run
+from producer_core.engine.drivers.librdkafka import run_traced
 from producer_core.workload.workload import Workload
 from tests.client_checks import (
     all_acknowledged,

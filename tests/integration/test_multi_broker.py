@@ -22,9 +22,9 @@ from aiokafka import AIOKafkaProducer
 from producer_core.brokers.lab import Lab
 from producer_core.brokers.lab.protocol import API_FETCH, API_PRODUCE
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
+from producer_core.engine.drivers.engine import Delivery, run
+from producer_core.engine.transport.transport import Cluster
 from producer_core.results.results_io import validate_document
-from producer_core.transport.transport import Cluster
 from producer_core.workload.workload import Workload, message_id_of
 from tests.cli.test_produce_cli import KBATCH, ROOT
 from tests.readback import read_all

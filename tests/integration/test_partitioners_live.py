@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
+from producer_core.engine.drivers.engine import Delivery, run
 from producer_core.workload.partitioners.hashes import KEY_HASHES
 from producer_core.workload.partitioners.partitioner import key_table
 from producer_core.workload.workload import Workload

@@ -27,10 +27,10 @@ from producer_core.brokers.kafka_security import (
     write_client_properties,
 )
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
+from producer_core.engine.drivers.engine import Delivery, run
+from producer_core.engine.transport.transport import Cluster
 from producer_core.errors import BrokerError, UsageError
 from producer_core.properties import load_properties
-from producer_core.transport.transport import Cluster
 from producer_core.workload.workload import Workload
 from tests.cli.test_client_properties_cli import one_paragraph_error
 from tests.cli.test_produce_cli import kbatch

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.engine import run
+from producer_core.engine.drivers.engine import run
 from producer_core.workload.workload import Workload
 
 pytestmark = pytest.mark.broker

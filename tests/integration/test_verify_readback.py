@@ -10,10 +10,10 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from click.testing import CliRunner
 
-import producer_core.drivers.engine as engine_module
+import producer_core.engine.drivers.engine as engine_module
 from cli.main import cli
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Delivery, run
+from producer_core.engine.drivers.engine import Delivery, run
 from producer_core.measure.verify_read import VerifyingRun, end_offsets, verify_run
 from producer_core.workload.workload import ID_BYTES, Workload
 

@@ -12,15 +12,15 @@ import math
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.accumulator import (
+from producer_core.engine.core.accumulator import (
     PARTITION_OVERHEAD_BYTES,
     REQUEST_OVERHEAD_BYTES,
     Accumulator,
     TopicPartition,
 )
-from producer_core.core.linger.adaptive_policy import AdaptiveLinger
-from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.modes import make_policy
+from producer_core.engine.core.linger.adaptive_policy import AdaptiveLinger
+from producer_core.engine.core.linger.base import PollContext, RequestLimits
+from producer_core.engine.modes import make_policy
 
 VALUE = bytes(10)
 FREE = {1: 5, 2: 5}

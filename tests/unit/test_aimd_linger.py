@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.core.linger.aimd_policy import MAX_POINTS, AimdLinger
-from producer_core.core.linger.base import PollContext, RequestLimits
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.core.linger.aimd_policy import MAX_POINTS, AimdLinger
+from producer_core.engine.core.linger.base import PollContext, RequestLimits
+from producer_core.engine.modes import make_policy
 from producer_core.errors import ConfigError
-from producer_core.modes import make_policy
 
 VALUE = bytes(10)
 MS = 0.001

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from producer_core.core.accumulator import (
+from producer_core.engine.core.accumulator import (
     BULK_MIN_PER_SLOT,
     BULK_MIN_RECORDS,
     Accumulator,

@@ -7,15 +7,15 @@ import random
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.accumulator import (
+from producer_core.engine.core.accumulator import (
     PARTITION_OVERHEAD_BYTES,
     REQUEST_OVERHEAD_BYTES,
     Accumulator,
     TopicPartition,
 )
-from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.core.linger.broker_policy import BrokerLinger
-from producer_core.modes import make_policy
+from producer_core.engine.core.linger.base import PollContext, RequestLimits
+from producer_core.engine.core.linger.broker_policy import BrokerLinger
+from producer_core.engine.modes import make_policy
 
 VALUE = bytes(10)
 RECORD_BYTES = 17

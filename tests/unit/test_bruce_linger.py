@@ -8,23 +8,23 @@ from collections import Counter
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.accumulator import (
+from producer_core.engine.core.accumulator import (
     PARTITION_OVERHEAD_BYTES,
     REQUEST_OVERHEAD_BYTES,
     Accumulator,
     TopicPartition,
 )
-from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.core.linger.bruce_policy import (
+from producer_core.engine.core.linger.base import PollContext, RequestLimits
+from producer_core.engine.core.linger.bruce_policy import (
     BruceConfig,
     BrucePolicy,
     RateLimit,
     Thresholds,
     largest_record_batch,
 )
-from producer_core.drivers.generator import Generator
+from producer_core.engine.drivers.generator import Generator
+from producer_core.engine.modes import make_policy, mode
 from producer_core.errors import ConfigError
-from producer_core.modes import make_policy, mode
 from producer_core.results.metrics import RunMetrics
 from producer_core.workload.workload import KeySpec, RateSpec, SizeSpec, TopicSpec, Workload
 
@@ -496,7 +496,7 @@ def test_leader_change_moves_open_and_completed_batches_to_the_new_leader():
 
 
 def test_every_per_topic_key_suffix_has_a_spec_and_keys_parse_longest_suffix_first():
-    from producer_core.modes.bruce_topics import BRUCE_TOPIC_SETTINGS
+    from producer_core.engine.modes.bruce_topics import BRUCE_TOPIC_SETTINGS
     from producer_core.topic_setting_keys import BRUCE_TOPIC_SUFFIXES, bruce_topic_key
 
     assert tuple(BRUCE_TOPIC_SETTINGS) == BRUCE_TOPIC_SUFFIXES

@@ -11,10 +11,10 @@ from producer_core import downloads
 from producer_core.analysis.compare import parse_modes
 from producer_core.analysis.sweep import Cell
 from producer_core.config import MODES, build_settings
-from producer_core.drivers.kafka_java import driver
+from producer_core.engine.drivers.kafka_java import driver
+from producer_core.engine.modes import install_clients, mode, mode_problem, versioned_modes
+from producer_core.engine.modes.versions import ModeLabel, base_mode, parse_label, topic_part
 from producer_core.errors import ConfigError, UsageError
-from producer_core.modes import install_clients, mode, mode_problem, versioned_modes
-from producer_core.modes.versions import ModeLabel, base_mode, parse_label, topic_part
 
 
 def test_labels_parse_into_mode_and_version() -> None:
@@ -144,7 +144,7 @@ def test_the_real_driver_source_imports_only_classes_it_can_move() -> None:
 
 
 def test_librdkafka_takes_a_version_and_installs_it_once(tmp_path: Path, monkeypatch) -> None:
-    from producer_core.drivers import librdkafka_versions as rdk
+    from producer_core.engine.drivers import librdkafka_versions as rdk
 
     assert "librdkafka" in versioned_modes()
     monkeypatch.setattr(rdk, "cache_root", lambda: tmp_path)
@@ -170,7 +170,7 @@ def test_librdkafka_takes_a_version_and_installs_it_once(tmp_path: Path, monkeyp
 
 def test_a_confluent_kafka_release_pypi_lacks_is_a_usage_error(tmp_path: Path,
                                                                 monkeypatch) -> None:
-    from producer_core.drivers import librdkafka_versions as rdk
+    from producer_core.engine.drivers import librdkafka_versions as rdk
 
     monkeypatch.setattr(rdk, "cache_root", lambda: tmp_path)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.drivers.generator import Generator
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.drivers.generator import Generator
 from producer_core.errors import UsageError
 from producer_core.results.metrics import RunMetrics
 from producer_core.workload.closed_loop import ClosedLoopSchedule

@@ -9,7 +9,7 @@ import threading
 import zipfile
 from pathlib import Path
 
-from producer_core.drivers.kafka_java import cluster_check
+from producer_core.engine.drivers.kafka_java import cluster_check
 
 SCHEMA = """// comment
 {

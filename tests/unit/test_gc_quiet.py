@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from producer_core.drivers.gc_quiet import RUN_THRESHOLDS, quiet_gc
+from producer_core.engine.drivers.gc_quiet import RUN_THRESHOLDS, quiet_gc
 
 
 def test_freezes_during_the_block_and_restores_after() -> None:

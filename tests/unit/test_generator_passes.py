@@ -3,8 +3,8 @@ changes nothing about the messages the pass appends."""
 
 from __future__ import annotations
 
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.drivers.generator import Generator
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.drivers.generator import Generator
 from producer_core.results.metrics import RunMetrics
 from producer_core.workload.workload import Workload
 

@@ -4,8 +4,8 @@ an impossible rate (20,000 messages in 25 ms)."""
 
 from __future__ import annotations
 
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.drivers.generator import CHUNK, ClientBatching, Generator
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.drivers.generator import CHUNK, ClientBatching, Generator
 from producer_core.results.metrics import RunMetrics
 from producer_core.workload.workload import Workload
 

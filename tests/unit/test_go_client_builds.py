@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.drivers.go_clients.builds import (
+from producer_core.engine.drivers.go_clients.builds import (
     check_module,
     module_digest,
     module_version,
 )
-from producer_core.drivers.go_clients.driver import (
+from producer_core.engine.drivers.go_clients.driver import (
     PINNED,
     build_dir,
     build_variant,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.go_clients import driver
+from producer_core.engine.drivers.go_clients import driver
+from producer_core.engine.modes import MODES, mode
+from producer_core.engine.modes.go_client_settings import OPTIONS, client_properties
+from producer_core.engine.modes.go_toolchain import GO_ENV
 from producer_core.errors import ConfigError, UsageError
-from producer_core.modes import MODES, mode
-from producer_core.modes.go_client_settings import OPTIONS, client_properties
-from producer_core.modes.go_toolchain import GO_ENV
 
 GO_MODES = ("franz-go", "sarama", "kafka-go")
 
@@ -19,7 +19,7 @@ def test_the_three_go_clients_are_modes_with_a_driver():
     for name in GO_MODES:
         assert name in MODES
         spec = mode(name)
-        assert spec.driver == "producer_core.drivers.go_clients.run:run_async"
+        assert spec.driver == "producer_core.engine.drivers.go_clients.run:run_async"
         assert spec.window == "linger.ms" and not spec.transactions
 
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producer_core.core.linger.deadlines import HeadDeadlines
+from producer_core.engine.core.linger.deadlines import HeadDeadlines
 
 
 class Heads:

@@ -25,7 +25,7 @@ from cli.report.html_figures import (
     percentile_figure,
 )
 from cli.report.html_report import build_report
-from producer_core.drivers.run_types import Progress
+from producer_core.engine.drivers.run_types import Progress
 from producer_core.errors import UsageError
 from producer_core.results.histogram import LatencyHistogram
 from producer_core.results.intervals import IntervalRecorder, engine_live

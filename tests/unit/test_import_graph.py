@@ -28,13 +28,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "producer_core.downloads", "producer_core.topic_setting_keys")),
     ("workload", ("producer_core.workload",)),
     ("results", ("producer_core.results",)),
-    ("core", ("producer_core.core",)),
-    ("modes", ("producer_core.modes",)),
+    ("core", ("producer_core.engine.core",)),
+    ("modes", ("producer_core.engine.modes",)),
     ("settings", ("producer_core.settings", "producer_core.config")),
-    ("transport", ("producer_core.transport",)),
+    ("transport", ("producer_core.engine.transport",)),
     ("brokers", ("producer_core.brokers",)),
     ("measure", ("producer_core.measure",)),
-    ("drivers", ("producer_core.drivers",)),
+    ("drivers", ("producer_core.engine.drivers",)),
     ("analysis", ("producer_core.analysis",)),
     ("distributed", ("producer_core.distributed",)),
     # the command line's sub-layers: the app's base, what renders, what it draws, the
@@ -52,8 +52,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli.main", ("cli.main",)),
 )
 
-ENGINE = ("producer_core.core", "producer_core.modes", "producer_core.drivers",
-          "producer_core.transport", "producer_core.settings", "producer_core.config")
+ENGINE = ("producer_core.engine.core", "producer_core.engine.modes", "producer_core.engine.drivers",
+          "producer_core.engine.transport", "producer_core.settings", "producer_core.config")
 """The producer engine: what runs a workload in a mode against a target."""
 TOOLS = ("producer_core.brokers", "producer_core.measure", "producer_core.analysis",
          "producer_core.distributed", "cli")
@@ -173,19 +173,20 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def test_the_graph_sees_known_edges() -> None:
     graph = import_graph()
-    assert "producer_core.drivers.run_types" in graph["producer_core.drivers.librdkafka"]
-    assert "producer_core.modes" in graph["producer_core.config"]
-    assert "producer_core.core.linger" in graph["producer_core.drivers.engine_parts"]
-    assert "producer_core.core.events" in graph["producer_core.drivers.engine"]
+    assert "producer_core.engine.drivers.run_types" in graph[
+        "producer_core.engine.drivers.librdkafka"]
+    assert "producer_core.engine.modes" in graph["producer_core.config"]
+    assert "producer_core.engine.core.linger" in graph["producer_core.engine.drivers.engine_parts"]
+    assert "producer_core.engine.core.events" in graph["producer_core.engine.drivers.engine"]
     assert "cli.render.results_tables" in graph["cli.report.html_report"]  # cli is read too
     assert "producer_core.brokers.embedded" in graph["producer_core.brokers.target"]
 
 
 def test_finds_an_upward_import_when_there_is_one() -> None:
-    graph = {"producer_core.core.sender": {"producer_core.drivers.engine"},
-             "producer_core.drivers.engine": {"producer_core.core.sender"}}
+    graph = {"producer_core.engine.core.sender": {"producer_core.engine.drivers.engine"},
+             "producer_core.engine.drivers.engine": {"producer_core.engine.core.sender"}}
     assert upward_imports(graph) == [
-        "producer_core.core.sender (core) -> producer_core.drivers.engine (drivers)"]
+        "producer_core.engine.core.sender (core) -> producer_core.engine.drivers.engine (drivers)"]
     assert layer_of("producer_core.workload.partitioners.topic") == layer_of(
         "producer_core.workload.workload")
     assert layer_of("cli.main") == len(LAYERS) - 1
@@ -218,10 +219,10 @@ def engine_reaching_tools(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_finds_the_engine_reaching_a_tool_when_it_does() -> None:
-    graph = {"producer_core.drivers.go_clients.driver": {"producer_core.brokers.kafka_dist"},
-             "producer_core.brokers.kafka": {"producer_core.drivers.engine"}}
+    graph = {"producer_core.engine.drivers.go_clients.driver": {"producer_core.brokers.kafka_dist"},
+             "producer_core.brokers.kafka": {"producer_core.engine.drivers.engine"}}
     assert engine_reaching_tools(graph) == [
-        "producer_core.drivers.go_clients.driver -> producer_core.brokers.kafka_dist"]
+        "producer_core.engine.drivers.go_clients.driver -> producer_core.brokers.kafka_dist"]
 
 
 def test_the_engine_never_imports_the_tools_around_it() -> None:
@@ -231,7 +232,7 @@ def test_the_engine_never_imports_the_tools_around_it() -> None:
 
 def test_no_driver_imports_another() -> None:
     graph = import_graph()
-    drivers = {"producer_core.drivers.engine", "producer_core.drivers.librdkafka",
-               "producer_core.drivers.kafka_java.run"}
+    drivers = {"producer_core.engine.drivers.engine", "producer_core.engine.drivers.librdkafka",
+               "producer_core.engine.drivers.kafka_java.run"}
     for driver in drivers:
         assert not graph[driver] & (drivers - {driver}), driver

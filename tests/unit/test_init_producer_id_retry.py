@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from producer_core.engine.transport.transport import Cluster
 from producer_core.errors import BrokerError
-from producer_core.transport.transport import Cluster
 
 COORDINATOR_LOAD_IN_PROGRESS = 14
 CLUSTER_AUTHORIZATION_FAILED = 31

@@ -6,17 +6,17 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.core.linger.java_policy import (
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.core.linger.base import PollContext, RequestLimits
+from producer_core.engine.core.linger.java_policy import (
     JavaLinger,
     java_metadata_order,
     java_string_hash,
     sender_timer,
 )
-from producer_core.core.memory import MAX_BLOCK_REASON, BatchMemory, BlockedGenerator
+from producer_core.engine.core.memory import MAX_BLOCK_REASON, BatchMemory, BlockedGenerator
+from producer_core.engine.modes import make_policy
 from producer_core.errors import ConfigError
-from producer_core.modes import make_policy
 from producer_core.results.metrics import RunMetrics
 
 VALUE = bytes(100)
@@ -292,7 +292,7 @@ def test_java_refuses_batch_size_above_buffer_memory():
 
 
 def test_runs_start_at_one_phase_of_the_producers_millisecond():
-    from producer_core.drivers.run_types import START_PHASE_S, phased_start
+    from producer_core.engine.drivers.run_types import START_PHASE_S, phased_start
 
     for earliest, offset in [(100.0123456, 0.0), (100.0123456, 1.7e9 + 0.00037),
                              (5.00025, 0.0), (7.0009, -0.0004)]:

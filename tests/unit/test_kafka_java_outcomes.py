@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from producer_core.config import build_settings
-from producer_core.drivers.kafka_java.run import NO_CALLBACK, KafkaJavaRun
+from producer_core.engine.drivers.kafka_java.run import NO_CALLBACK, KafkaJavaRun
 from producer_core.workload.workload import Workload
 
 

@@ -8,10 +8,10 @@ import struct
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.kafka_java import driver, protocol
-from producer_core.drivers.kafka_java.fidelity import check, within
+from producer_core.engine.drivers.kafka_java import driver, protocol
+from producer_core.engine.drivers.kafka_java.fidelity import check, within
+from producer_core.engine.modes.kafka_java_settings import java_properties
 from producer_core.errors import ConfigError, UsageError
-from producer_core.modes.kafka_java_settings import java_properties
 
 
 def test_every_kbatch_setting_the_java_producer_has_is_passed_with_its_value():

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.librdkafka_collector import CollectorStats
+from producer_core.engine.drivers.librdkafka_collector import CollectorStats
+from producer_core.engine.modes import MODES, mode
+from producer_core.engine.modes.librdkafka import librdkafka_config
 from producer_core.errors import ConfigError
-from producer_core.modes import MODES, mode
-from producer_core.modes.librdkafka import librdkafka_config
 
 NAME = "librdkafka-broker"
 
@@ -113,7 +113,7 @@ def test_the_patched_librarys_statistics_make_the_runs_figures() -> None:
     requests per broker, the partitions they carried, and each broker's collector."""
     import json
 
-    from producer_core.drivers.librdkafka import LibrdkafkaRun
+    from producer_core.engine.drivers.librdkafka import LibrdkafkaRun
     from producer_core.workload.workload import Workload
 
     run = LibrdkafkaRun(Workload(topic="t", partitions=6, rate=10, duration_s=1),

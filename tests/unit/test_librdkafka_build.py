@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.drivers.librdkafka_build import (
+from producer_core.engine.drivers.librdkafka_build import (
     check_tree,
     compiler_errors,
     tree_digest,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.librdkafka import librdkafka_config, shown_config
+from producer_core.engine.drivers.librdkafka import librdkafka_config, shown_config
 from producer_core.errors import ConfigError, UsageError
 from producer_core.security import REDACTED
 from producer_core.topic_creation import TopicCreation, parse_topic_creation

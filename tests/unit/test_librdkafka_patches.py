@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from producer_core.drivers import librdkafka_patched, librdkafka_source
-from producer_core.drivers.librdkafka_patches import (
+from producer_core.engine.drivers import librdkafka_patched, librdkafka_source
+from producer_core.engine.drivers.librdkafka_patches import (
     PACKAGE_DIR,
     REPO_DIR,
     apply_series,

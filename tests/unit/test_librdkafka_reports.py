@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.drivers.generator import ClientBatching, Generator
-from producer_core.drivers.librdkafka import LibrdkafkaRun, ProduceSink
+from producer_core.engine.drivers.generator import ClientBatching, Generator
+from producer_core.engine.drivers.librdkafka import LibrdkafkaRun, ProduceSink
 from producer_core.workload.payload import PayloadSpec
 from producer_core.workload.workload import (
     RateSpec,

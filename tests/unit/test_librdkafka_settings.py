@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import MODES, build_settings
-from producer_core.drivers.librdkafka import librdkafka_config
+from producer_core.engine.drivers.librdkafka import librdkafka_config
 from producer_core.errors import ConfigError
 
 

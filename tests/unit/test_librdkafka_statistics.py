@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from producer_core.drivers.librdkafka import parse_statistics
+from producer_core.engine.drivers.librdkafka import parse_statistics
 
 
 def _without_partitions(stats: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from producer_core.drivers.librdkafka_trace import (
+from producer_core.engine.drivers.librdkafka_trace import (
     ENQUEUE_NS,
     LogTap,
     add_requests,

@@ -12,11 +12,11 @@ from cli.main import cli
 from producer_core import config
 from producer_core.analysis import compare, sweep
 from producer_core.config import SETTINGS, build_settings
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.core.linger import LingerPolicy
-from producer_core.drivers.engine import run_async as engine_run_async
-from producer_core.drivers.run_types import RunDriver
-from producer_core.modes import (
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.core.linger import LingerPolicy
+from producer_core.engine.drivers.engine import run_async as engine_run_async
+from producer_core.engine.drivers.run_types import RunDriver
+from producer_core.engine.modes import (
     BY_NAME,
     COLLECTOR_MODES,
     MODES,

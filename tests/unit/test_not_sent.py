@@ -5,8 +5,8 @@ outcome); the summary and the warnings name them for what they are."""
 from __future__ import annotations
 
 from cli.render.tables import NOT_SENT, outcome_row
-from producer_core.drivers.run_checks import run_warnings
-from producer_core.drivers.run_types import INTERRUPTED
+from producer_core.engine.drivers.run_checks import run_warnings
+from producer_core.engine.drivers.run_types import INTERRUPTED
 from producer_core.results.metrics import RunMetrics
 from producer_core.workload.workload import Workload
 

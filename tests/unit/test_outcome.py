@@ -103,7 +103,7 @@ def test_a_failed_read_back_keeps_the_runs_own_code(failed, allow, code) -> None
 
 
 def test_a_failed_read_back_document_matches_the_schema() -> None:
-    from producer_core.drivers.run_types import Delivery
+    from producer_core.engine.drivers.run_types import Delivery
     from producer_core.measure.verify_read import failed_read_document
     deliveries = [Delivery("t", 0, 0, [1, 2, 3]), Delivery("t", 1, 0, [4], aborted=True)]
     document = failed_read_document(deliveries, {"idempotence": {"enabled": True}},

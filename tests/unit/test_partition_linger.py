@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.core.linger.base import PollContext, RequestLimits
-from producer_core.core.linger.partition_policy import NoLinger, PartitionLinger
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.core.linger.base import PollContext, RequestLimits
+from producer_core.engine.core.linger.partition_policy import NoLinger, PartitionLinger
 
 VALUE = bytes(100)
 

@@ -11,8 +11,8 @@ import pytest
 
 from producer_core.analysis.compare import parse_mode_configs
 from producer_core.config import build_settings
-from producer_core.core.accumulator import BATCH_FILLED, Accumulator, TopicPartition
-from producer_core.drivers.generator import Generator
+from producer_core.engine.core.accumulator import BATCH_FILLED, Accumulator, TopicPartition
+from producer_core.engine.drivers.generator import Generator
 from producer_core.errors import ConfigError, UsageError
 from producer_core.results.metrics import RunMetrics
 from producer_core.workload.partitioners import PARTITIONERS, Partitioning

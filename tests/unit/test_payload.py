@@ -98,7 +98,7 @@ def test_workload_payload_reaches_every_topic() -> None:
 
 
 def test_a_payload_file_decides_the_value_sizes(tmp_path) -> None:
-    from producer_core.drivers.run_checks import check_message_fits
+    from producer_core.engine.drivers.run_checks import check_message_fits
 
     path = tmp_path / "records.txt"
     path.write_bytes(b"ab\nabcd\nab\n" + b"x" * 5000 + b"\n")

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from producer_core.drivers.pip_install import announced_size, downloaded, run_pip
+from producer_core.engine.drivers.pip_install import announced_size, downloaded, run_pip
 
 FAKE_PIP = textwrap.dedent("""
     import os, sys, time

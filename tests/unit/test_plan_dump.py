@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Engine
-from producer_core.drivers.run_types import RunCall
+from producer_core.engine.drivers.engine import Engine
+from producer_core.engine.drivers.run_types import RunCall
+from producer_core.engine.modes import REGISTRY
 from producer_core.errors import BrokerError
-from producer_core.modes import REGISTRY
 from producer_core.workload.workload import Workload
 from tests.virtual_run import FakeCluster, run_virtual
 

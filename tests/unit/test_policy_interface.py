@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.core.linger.base import (
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.core.linger.base import (
     Admission,
     LatencyFeedback,
     PollContext,
@@ -15,7 +15,7 @@ from producer_core.core.linger.base import (
     RequestLimits,
     RunStart,
 )
-from producer_core.core.linger.collector_policy import (
+from producer_core.engine.core.linger.collector_policy import (
     Collector,
     CollectorPolicy,
     Flush,
@@ -23,7 +23,7 @@ from producer_core.core.linger.collector_policy import (
     Trigger,
     Window,
 )
-from producer_core.modes import REGISTRY, make_policy
+from producer_core.engine.modes import REGISTRY, make_policy
 
 ENGINE_MODES = [spec.name for spec in REGISTRY if spec.policy is not None]
 FREE = PollContext({1: 5})

@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from producer_core.drivers.precise_loop import new_event_loop
+from producer_core.engine.drivers.precise_loop import new_event_loop
 
 pytestmark = pytest.mark.skipif(not hasattr(selectors, "EpollSelector"), reason="Linux only")
 

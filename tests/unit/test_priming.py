@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from producer_core.engine.transport.priming import PAD_HEADER, prime_topic
 from producer_core.errors import BrokerError
-from producer_core.transport.priming import PAD_HEADER, prime_topic
 
 
 class FakeCluster:

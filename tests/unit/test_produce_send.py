@@ -13,9 +13,9 @@ from aiokafka.conn import AIOKafkaConnection
 from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.protocol.produce import ProduceResponse_v3, ProduceResponse_v7
 
-from producer_core.transport.produce_send import ProduceAnswer, ProduceLine, answer
-from producer_core.transport.produce_wire import ProduceRequest
-from producer_core.transport.transport import tolerant_frame
+from producer_core.engine.transport.produce_send import ProduceAnswer, ProduceLine, answer
+from producer_core.engine.transport.produce_wire import ProduceRequest
+from producer_core.engine.transport.transport import tolerant_frame
 
 TOPICS = [("t", [(0, b"\x01" * 70), (3, b"\x02" * 11)]), ("u", [(1, b"\x03" * 5)])]
 

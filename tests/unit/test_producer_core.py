@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.accumulator import Accumulator, TopicPartition
-from producer_core.core.events import (
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.core.events import (
     AddPartitions,
     Command,
     CoordinatorFound,
@@ -30,14 +30,14 @@ from producer_core.core.events import (
     TransactionFailed,
     Wake,
 )
-from producer_core.core.ledger import Ledger
-from producer_core.core.producer import Producer, ProducerConfig
-from producer_core.core.sender import Sender, SenderConfig
-from producer_core.core.transactions import TransactionConfig, Transactions
+from producer_core.engine.core.ledger import Ledger
+from producer_core.engine.core.producer import Producer, ProducerConfig
+from producer_core.engine.core.sender import Sender, SenderConfig
+from producer_core.engine.core.transactions import TransactionConfig, Transactions
+from producer_core.engine.modes import make_policy
+from producer_core.engine.transport.txn_rpc import TransactionFenced
 from producer_core.errors import BrokerError
-from producer_core.modes import make_policy
 from producer_core.results.metrics import RunMetrics, TopicMetrics
-from producer_core.transport.txn_rpc import TransactionFenced
 
 UNKNOWN_PRODUCER_ID = 59
 PRODUCER_FENCED = 90

@@ -13,9 +13,9 @@ from typing import Any, get_args
 
 import pytest
 
-from producer_core.core.events import Event, SendInputs, Stop
-from producer_core.core.linger.base import PollContext
-from producer_core.core.producer import HANDLERS
+from producer_core.engine.core.events import Event, SendInputs, Stop
+from producer_core.engine.core.linger.base import PollContext
+from producer_core.engine.core.producer import HANDLERS
 from tests.unit.test_producer_core import Rig
 
 

@@ -30,9 +30,9 @@ CLI_EXTENSION_POINTS: dict[str, str] = {
     "producer_core.bounds": "every option's allowed range (the options' help and checks)",
     "producer_core.properties": "Java .properties files (--command-config, --producer.config)",
     "producer_core.topic_creation": "--topic-config: the topic's own settings",
-    "producer_core.drivers.run_checks": "settings checked before any broker starts",
-    "producer_core.transport.client_logs": "the reference clients' log lines on stderr",
-    "producer_core.transport.transport": "perf-test creates its topic as the Java tool does",
+    "producer_core.engine.drivers.run_checks": "settings checked before any broker starts",
+    "producer_core.engine.transport.client_logs": "the reference clients' log lines on stderr",
+    "producer_core.engine.transport.transport": "perf-test creates its topic as the Java tool does",
     # the brokers kbatch starts: lab, Kafka, containers, faults
     "producer_core.brokers": "--broker choices and the started cluster's facts",
     "producer_core.brokers.docker": "kbatch image",
@@ -91,19 +91,20 @@ BENCHMARK_EXTENSION_POINTS: dict[str, str] = {
     "producer_core.distributed.session": "spark_scaling",
     "producer_core.distributed.spark_runner": "spark_scaling",
     "producer_core.downloads": "client_throughput: rdkafka_performance in the per-user cache",
-    "producer_core.drivers.engine_parts": "adaptive: wraps the policy each run makes",
-    "producer_core.drivers.go_clients.driver": "client_throughput: the Go driver built first",
-    "producer_core.drivers.kafka_java.fidelity": "fidelity: the emulation pairs it checks",
-    "producer_core.drivers.kafka_java.run": "fidelity: a traced run of the Java producer",
-    "producer_core.drivers.librdkafka": "fidelity: a traced run of librdkafka",
+    "producer_core.engine.drivers.engine_parts": "adaptive: wraps the policy each run makes",
+    "producer_core.engine.drivers.go_clients.driver":
+        "client_throughput: the Go driver built first",
+    "producer_core.engine.drivers.kafka_java.fidelity": "fidelity: the emulation pairs it checks",
+    "producer_core.engine.drivers.kafka_java.run": "fidelity: a traced run of the Java producer",
+    "producer_core.engine.drivers.librdkafka": "fidelity: a traced run of librdkafka",
     "producer_core.measure.cost_model": "broker_cost: the fitted cost model",
     "producer_core.measure.per_run": "a run on its own broker",
     "producer_core.measure.process_cost": "CPU time of processes",
     "producer_core.results.client_trace": "fidelity: traces saved and read again",
     "producer_core.results.results_io": "results directories",
     "producer_core.results.run_facts": "spark_scaling: a run's facts",
-    "producer_core.transport.produce_wire": "produce_rtt: one Produce request on the wire",
-    "producer_core.transport.transport": "topics created before a measured run",
+    "producer_core.engine.transport.produce_wire": "produce_rtt: one Produce request on the wire",
+    "producer_core.engine.transport.transport": "topics created before a measured run",
 }
 
 
@@ -202,15 +203,15 @@ def outside(imports: dict[str, dict[str, set[str]]], allowed: set[str]) -> list[
 
 def test_the_check_sees_a_deep_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("from producer_core.core import producer\n"
-                      "import producer_core.core.sender\n"
+    sample.write_text("from producer_core.engine.core import producer\n"
+                      "import producer_core.engine.core.sender\n"
                       "def f():\n    from producer_core.config import build_settings\n")
-    assert engine_imports(sample) == {"producer_core.core.producer": set(),
-                                      "producer_core.core.sender": set(),
+    assert engine_imports(sample) == {"producer_core.engine.core.producer": set(),
+                                      "producer_core.engine.core.sender": set(),
                                       "producer_core.config": {"build_settings"}}
     assert outside({"sample.py": engine_imports(sample)}, {"producer_core.config"}) == [
-        "sample.py imports producer_core.core.producer",
-        "sample.py imports producer_core.core.sender"]
+        "sample.py imports producer_core.engine.core.producer",
+        "sample.py imports producer_core.engine.core.sender"]
 
 
 def test_the_cli_imports_only_the_api_and_its_extension_points() -> None:
@@ -276,7 +277,7 @@ def private_imports(path: Path) -> list[str]:
 def test_the_check_sees_a_private_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("from cli.render.results_tables import _x\n"
-                      "from producer_core.modes.spec import setting as _spec\n"
+                      "from producer_core.engine.modes.spec import setting as _spec\n"
                       "import producer_core.config as _config\n"
                       "from pyspark.sql.types import _parse_datatype_string\n"
                       "from producer_core import __version__\n")

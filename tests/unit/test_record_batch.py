@@ -13,8 +13,8 @@ import zlib
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from producer_core.core.accumulator import COMPRESSION_CODES, Accumulator
-from producer_core.core.record_batch import NO_HEADERS_FIELD, RecordBatchWriter, varint
+from producer_core.engine.core.accumulator import COMPRESSION_CODES, Accumulator
+from producer_core.engine.core.record_batch import NO_HEADERS_FIELD, RecordBatchWriter, varint
 from tests.unit.test_append_many_bulk import SLOTS, accumulator_state, bulk_passes
 
 CODECS = list(COMPRESSION_CODES)

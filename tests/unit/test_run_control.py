@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from producer_core.config import build_settings
-from producer_core.core.events import (
+from producer_core.engine.core.events import (
     AddPartitions,
     Command,
     CoordinatorFound,
@@ -30,14 +30,14 @@ from producer_core.core.events import (
     TransactionEnded,
     TransactionFailed,
 )
-from producer_core.core.memory import MAX_BLOCK_REASON
-from producer_core.drivers import run_control
-from producer_core.drivers.engine_parts import build_parts
-from producer_core.drivers.generator import Generator
-from producer_core.drivers.run_control import Phase, RunControl
-from producer_core.drivers.run_types import INTERRUPTED
+from producer_core.engine.core.memory import MAX_BLOCK_REASON
+from producer_core.engine.drivers import run_control
+from producer_core.engine.drivers.engine_parts import build_parts
+from producer_core.engine.drivers.generator import Generator
+from producer_core.engine.drivers.run_control import Phase, RunControl
+from producer_core.engine.drivers.run_types import INTERRUPTED
+from producer_core.engine.transport.txn_rpc import TransactionFenced
 from producer_core.results.metrics import RunMetrics
-from producer_core.transport.txn_rpc import TransactionFenced
 from producer_core.workload.workload import Workload
 
 START = 10.0

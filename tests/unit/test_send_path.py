@@ -20,8 +20,8 @@ from aiokafka.protocol.produce import (
 )
 from aiokafka.record.default_records import DefaultRecordBatch
 
-from producer_core.core.accumulator import Accumulator, TopicPartition, drain_request
-from producer_core.transport.produce_wire import ProduceRequest, decode_produce_response
+from producer_core.engine.core.accumulator import Accumulator, TopicPartition, drain_request
+from producer_core.engine.transport.produce_wire import ProduceRequest, decode_produce_response
 
 SLOTS = [TopicPartition("t", 0), TopicPartition("t", 1)]
 VERSIONS_V7 = {0: (0, 7)}
@@ -160,7 +160,7 @@ class _Policy:
 def _ledger(slots: list[TopicPartition], warmup_s: float, deliveries: list,
             policy: _Policy) -> object:
     """The run's outcome ledger, as the producer core builds it."""
-    from producer_core.core.ledger import Ledger
+    from producer_core.engine.core.ledger import Ledger
     from producer_core.results.metrics import RunMetrics, TopicMetrics
 
     metrics = RunMetrics()

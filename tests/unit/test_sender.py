@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch
 
-from producer_core.core.accumulator import Accumulator, ProducerBatch, TopicPartition
-from producer_core.core.sender import (
+from producer_core.engine.core.accumulator import Accumulator, ProducerBatch, TopicPartition
+from producer_core.engine.core.sender import (
     DUPLICATE_SEQUENCE_NUMBER,
     INVALID_PRODUCER_EPOCH,
     NOT_LEADER_OR_FOLLOWER,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from producer_core.core.accumulator import TopicPartition
+from producer_core.engine.core.accumulator import TopicPartition
 from producer_core.workload.slot_layout import SlotLayout
 from producer_core.workload.workload import Workload
 

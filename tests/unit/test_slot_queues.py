@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producer_core.core.accumulator import (
+from producer_core.engine.core.accumulator import (
     BULK_MIN_RECORDS,
     NO_BATCHES,
     Accumulator,

@@ -13,7 +13,7 @@ PYTHON_TASK_FAILURE = """An exception was thrown from the Python worker. Please 
 Traceback (most recent call last):
   File "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/worker.py", line 4327, in invoke_udf
     run_process()
-  File "/work/producer_core/drivers/engine.py", line 12, in run
+  File "/work/producer_core/engine/drivers/engine.py", line 12, in run
     raise ValueError("boom here")
 ValueError: boom here
 """  # noqa: E501

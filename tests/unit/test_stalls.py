@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from producer_core.core.record_batch import HEADER
+from producer_core.engine.core.record_batch import HEADER
+from producer_core.engine.transport.priming import (
+    PRIME_KEY,
+    Priming,
+    by_leader,
+    prime_batch,
+    priming_section,
+)
 from producer_core.results.stalls import (
     Stall,
     find_stalls,
     stall_warning,
     stalls_from_intervals,
     stalls_from_requests,
-)
-from producer_core.transport.priming import (
-    PRIME_KEY,
-    Priming,
-    by_leader,
-    prime_batch,
-    priming_section,
 )
 
 
@@ -152,7 +152,7 @@ def test_warm_topics_leave_no_priming_section() -> None:
 
 
 def test_the_first_priming_record_is_padded_past_the_index_interval() -> None:
-    from producer_core.transport.priming import INDEX_INTERVAL_BYTES, pad_bytes
+    from producer_core.engine.transport.priming import INDEX_INTERVAL_BYTES, pad_bytes
 
     assert pad_bytes() > INDEX_INTERVAL_BYTES
     assert pad_bytes([("index.interval.bytes", "16384")]) > 16384

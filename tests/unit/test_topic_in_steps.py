@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from producer_core.engine.transport.transport import PARTITIONS_PER_STEP, Cluster
 from producer_core.errors import BrokerError
-from producer_core.transport.transport import PARTITIONS_PER_STEP, Cluster
 
 KRAFT_LIMIT = 10_000
 

@@ -1,5 +1,5 @@
 """Adding a mode is one module plus one registry line: a toy mode (tests/unit/toy/
-tick_mode.py) is registered the way `producer_core/modes/__init__.py` lists a mode, and
+tick_mode.py) is registered the way `producer_core/engine/modes/__init__.py` lists a mode, and
 then its setting is validated, its check runs, its help is listed, and kbatch's engine
 runs it (virtual clock, fake cluster) with every message acknowledged."""
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 import producer_core.config
-import producer_core.modes
+import producer_core.engine.modes
 from producer_core.config import build_settings
-from producer_core.drivers.engine import Engine
-from producer_core.drivers.run_types import RunCall
+from producer_core.engine.drivers.engine import Engine
+from producer_core.engine.drivers.run_types import RunCall
 from producer_core.errors import ConfigError
 from producer_core.workload.workload import Workload
 from tests.unit.toy.tick_mode import TICK
@@ -23,7 +23,7 @@ def with_tick(monkeypatch: pytest.MonkeyPatch) -> None:
     """The registry with one more line, `TICK,`: the tables that line feeds at import
     (`modes.REGISTRY`, `BY_NAME`, `MODES`, `config.MODES`, `config.SETTINGS`) get it too,
     through the registry's own derivations."""
-    modes = producer_core.modes
+    modes = producer_core.engine.modes
     registry = (*modes.REGISTRY, TICK)
     monkeypatch.setattr(modes, "REGISTRY", registry)
     monkeypatch.setattr(modes, "BY_NAME", {spec.name: spec for spec in registry})
@@ -35,9 +35,9 @@ def with_tick(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_toy_mode_is_a_mode_with_its_setting(with_tick: None) -> None:
     assert "tick" in producer_core.config.MODES
-    assert producer_core.modes.mode("tick") is TICK
+    assert producer_core.engine.modes.mode("tick") is TICK
     assert "'tick' = every broker gets one request per tick.interval.ms" in (
-        producer_core.modes.mode_help())
+        producer_core.engine.modes.mode_help())
     settings = producer_core.config.build_settings({"tick.interval.ms": "7"}, mode="tick")
     assert settings["tick.interval.ms"] == 7
     with pytest.raises(ConfigError, match="longer than delivery.timeout.ms"):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from producer_core.config import ConfigError, build_settings
-from producer_core.core.accumulator import ProducerBatch, TopicPartition
-from producer_core.core.sender import Requeue, Sender, SenderConfig
-from producer_core.core.transactions import TransactionConfig, Transactions
+from producer_core.engine.core.accumulator import ProducerBatch, TopicPartition
+from producer_core.engine.core.sender import Requeue, Sender, SenderConfig
+from producer_core.engine.core.transactions import TransactionConfig, Transactions
 from producer_core.measure.verify import check_topic, verify_document
 
 
@@ -103,7 +103,7 @@ def test_results_object() -> None:
 
 
 def _batch(slot: int, records: int = 1) -> ProducerBatch:
-    from producer_core.core.accumulator import Accumulator
+    from producer_core.engine.core.accumulator import Accumulator
 
     acc = Accumulator([TopicPartition("t", 0), TopicPartition("t", 1)], 1024)
     for i in range(records):

@@ -1,4 +1,4 @@
-"""A toy mode, written the way a new mode is added to producer_core/modes/: its own
+"""A toy mode, written the way a new mode is added to producer_core/engine/modes/: its own
 setting, its check, its help text and its policy, in one module. (It lives under tests/
 so that it is not a mode of kbatch; test_toy_mode.py registers it with one line.)
 
@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from producer_core.core.accumulator import drain_request
-from producer_core.core.linger.base import (
+from producer_core.engine.core.accumulator import drain_request
+from producer_core.engine.core.linger.base import (
     LingerPolicy,
     PollContext,
     QueueView,
     RequestLimits,
     RequestPlan,
 )
+from producer_core.engine.modes.spec import ModeSpec, SettingSpec
 from producer_core.errors import ConfigError
-from producer_core.modes.spec import ModeSpec, SettingSpec
 
 if TYPE_CHECKING:
     from producer_core.settings import ProducerSettings

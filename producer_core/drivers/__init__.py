@@ -1,2 +1,0 @@
-"""The drivers behind one `RunDriver` protocol (`producer_core.drivers.run_types`): kbatch's
-asyncio engine, librdkafka and the Java producer. No driver imports another."""
