@@ -12,6 +12,9 @@ per-request log as columns, and the policy's statistics. `merge_results` adds th
   common start instant), sorted by send time;
 - the duration is the longest share's (they start together), and the rates of the JSON
   are recomputed from the merged counters and that duration;
+- stalls are found again in the merged request log (a span when no share got an
+  acknowledgement while requests waited), and replace the shares' own stall warnings: one
+  share's silence while the others were answered is not the run's stall;
 - a policy's own statistics (mode broker's collector, mode java's reasons, ...): counts
   add, `max` is the largest, `mean` is weighted by the shares' `sends`; percentiles of
   those per-send figures cannot be merged from summaries, so the merged value is the
@@ -40,6 +43,7 @@ from producer_core.results.metrics import (
     Section,
     TopicMetrics,
 )
+from producer_core.results.stalls import find_stalls, stall_warning
 
 # What each figure's merge is comes from producer_core.results.metric_catalog.
 COUNTERS = recorded(Merge.SUM)
@@ -179,6 +183,12 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
     m.intervals = Series(intervals) if intervals is not None else None
     m.client_counts = _merge_client_counts([s.metrics.client_counts for s in shares])
     first = shares[0]
+    duration_s = max(s.duration_s for s in shares)
+    stalls = find_stalls(m.requests, intervals.get("run", []) if intervals else [],
+                         duration_s, answered=str(first.settings.get("acks", "all")) != "0")
+    warnings = [w for w in merge_warnings([s.warnings for s in shares])
+                if not _is_stall_warning(w)]
+    warning = stall_warning(stalls)
     targets = [s.target_msgs_per_s for s in shares]
     started = [s.started_at for s in shares if s.started_at]
     return Results(
@@ -187,9 +197,9 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         settings=first.settings,
         bootstrap=first.bootstrap,
         broker=first.broker,
-        duration_s=max(s.duration_s for s in shares),
+        duration_s=duration_s,
         metrics=m,
-        warnings=merge_warnings([s.warnings for s in shares]),
+        warnings=[*warnings, warning] if warning else warnings,
         started_at=min(started) if started else None,
         messages_intended=sum(s.messages_intended if s.messages_intended is not None
                               else s.metrics.messages_generated for s in shares),
@@ -201,7 +211,14 @@ def merge_results(shares: Sequence[Results], workload: dict[str, Any] | None = N
         e2e=_merge_e2e([s.e2e for s in shares]),
         consumers=merge_stats([s.consumers for s in shares], key="consumers"),
         broker_cost=None,  # Merge.NOT_MERGED: measured around the whole run (measure/)
+        stalls=stalls,
     )
+
+
+def _is_stall_warning(text: str) -> bool:
+    """A share's stall warning, as `stall_warning` words it (alone, or "Share N of M: ...",
+    `merge_warnings`)."""
+    return text.startswith("stall: ") or re.match(r"Share \d+ of \d+: stall: ", text) is not None
 
 
 def _merge_e2e(histograms: Sequence[LatencyHistogram | None]) -> LatencyHistogram | None:

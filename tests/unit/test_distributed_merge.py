@@ -175,3 +175,41 @@ def test_warnings_common_to_every_share_appear_once_the_rest_name_their_share():
 def test_nothing_to_merge_is_a_bug():
     with pytest.raises(ValueError):
         merge_results([])
+
+
+def _answered_every(results, start_s: float, end_s: float, step_s: float, rtt_ms: float):
+    """The share's request log: one request every `step_s`, each answered in `rtt_ms`."""
+    from producer_core.results.metrics import RequestRecord
+
+    count = int(round((end_s - start_s) / step_s))
+    results.metrics.requests = [RequestRecord(
+        send_time_s=start_s + i * step_s, broker=1, partitions=1, records=1, bytes=100,
+        reason="linger", linger_ms=0.0, attempt=1, rtt_ms=rtt_ms) for i in range(count)]
+    results.duration_s = end_s
+    return results
+
+
+def test_a_stall_of_one_share_while_another_is_answered_is_not_the_runs():
+    from producer_core.results.stalls import Stall, stall_warning
+
+    silent = _answered_every(share(1), 0.0, 3.0, 0.1, 2000.0)  # each answer 2 s late
+    silent.warnings = [str(stall_warning([Stall(0.1, 2.0, 5)]))]
+    answered = _answered_every(share(2), 0.0, 3.0, 0.05, 5.0)
+    merged = merge_results([silent, answered])
+    assert merged.stalls == []
+    assert not any("stall" in w for w in merged.warnings)
+
+
+def test_a_span_no_share_was_answered_in_is_the_merged_runs_stall():
+    first = _answered_every(share(1), 0.0, 4.0, 0.1, 5.0)
+    second = _answered_every(share(2), 0.0, 4.0, 0.1, 5.0)
+    for results in (first, second):  # every request sent 1.0-2.5 s answered at 2.5 s
+        for r in results.metrics.requests:
+            if 1.0 <= r.send_time_s < 2.5:
+                r.rtt_ms = (2.5 - r.send_time_s) * 1000.0
+    merged = merge_results([first, second])
+    assert len(merged.stalls) == 1
+    stall = merged.stalls[0]
+    assert stall.start_s == pytest.approx(1.005, abs=0.01)
+    assert stall.end_s == pytest.approx(2.5, abs=0.01)
+    assert sum("stall: " in w for w in merged.warnings) == 1
