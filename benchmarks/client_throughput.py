@@ -2,7 +2,7 @@
 
     python benchmarks/client_throughput.py [--messages 1000000] [--runs 3] [--acks 1,all]
         [--brokers tansu,kafka] [--rows ROW,...] [--partitions 64] [--size 100]
-        [--no-startup] [--run-timeout 300] [--json PATH]
+        [--go-fed] [--no-startup] [--run-timeout 300] [--json PATH]
     python benchmarks/client_throughput.py --render PATH   # the tables of a saved --json
 
 In one invocation, first on one fresh embedded Tansu broker, then on one Apache Kafka node
@@ -19,31 +19,46 @@ row once, the rows' order rotated by one each round so no row always runs first.
 - `ProducerPerformance`: Kafka's own `kafka-producer-perf-test`, `--num-records N
   --record-size SIZE --throughput -1 --producer-props acks=ACKS`, from the cached Kafka
   4.4.0 jars;
-- `franz-go`, `sarama`, `kafka-go`: the Go clients through kbatch's Go client driver (modes
-  of the same names) at rate max: kbatch's Python generator writes each message to the
-  driver over a pipe as fast as the driver takes it, each client at its own defaults. The
-  producing process is then two: kbatch's Python process and the Go program.
+- `franz-go`, `sarama`, `kafka-go` ("own generator"): the Go clients in kbatch's Go client
+  driver generating their own messages (`kbatch.generate.*`,
+  `producer_core.engine.drivers.go_clients.generate`): the Go program makes N keyless
+  values of SIZE bytes (one shared value, as ProducerPerformance shares one payload array)
+  and hands them to the client as fast as the client takes them, each client at its own
+  defaults, its own default partitioner included (franz-go sticky, sarama random, kafka-go
+  round-robin), counts only: the client's ceiling, like the C and Java tools. A small
+  Python child starts the Go program and waits;
+- `franz-go-fed`, `sarama-fed`, `kafka-go-fed` (`--go-fed` adds them beside the Go rows
+  asked for, or name them in `--rows`): the same clients fed by kbatch (modes franz-go,
+  sarama, kafka-go at rate max): kbatch's Python generator writes each message to the
+  driver over a pipe as fast as the driver takes it, with kbatch's per-message accounting
+  and its round-robin partitions. The producing process is then two: kbatch's Python
+  process and the Go program; these rows measure the client plus that feeder.
 
 Every row runs with `acks` as asked and idempotence on with acks=all, off with acks=1 (as
 Java's default does; kafka-go has no idempotent producer: off). Everything else is each
-client's default (partitioning: kbatch round-robin, librdkafka and Java sticky, the Go
-clients their own).
+client's default (partitioning: kbatch and the fed Go rows round-robin, librdkafka, Java
+and franz-go sticky, sarama random, kafka-go round-robin: every row keyless).
 
 Each run is one child process, started after its topic exists (every leader elected) and
 measured from outside the same way for every row:
 
 - msg/s (tool): acknowledged messages over the sending phase as the tool reports it
   (rdkafka_performance: first produce() to last delivery report; ProducerPerformance: its
-  whole-run records/sec), and for kbatch's rows the same span: from the `run()` call to
-  the last acknowledgement. Each clock includes the producer's setup (connections,
-  metadata, producer id; librdkafka's idempotent producer takes about half a second to
-  get its id), as the C and Java tools' clocks include theirs; kbatch's own rate, from its
+  whole-run records/sec; the Go rows' own generator: first produce to last
+  acknowledgement, as the driver's result reports them), and for kbatch's rows (and the
+  fed Go rows) the same span: from the `run()` call to the last acknowledgement. Each
+  clock includes the producer's setup (connections, metadata, producer id; librdkafka's
+  idempotent producer takes about half a second to get its id), as the C and Java tools'
+  clocks include theirs (franz-go and kafka-go connect lazily, so theirs do too; sarama
+  fetches metadata, and its producer id with idempotence, when its producer is made,
+  before its first produce: outside its clock, inside msg/s (wall)); kbatch's own rate, from its
   run's start after that setup, is kept in the JSON (`msgs_per_s_after_setup`, `setup_s`);
 - msg/s (wall): acknowledged messages over the child's whole life, start to exit (process
   start, connecting, the JVM's start and Python's imports included);
 - producer CPU µs/msg: user + system CPU of the child and every descendant it waited for
   (`getrusage(RUSAGE_CHILDREN)` before and after: the Go driver and its Python feeder
-  together), per acknowledged message, startup included. Unless `--no-startup`, each row
+  together; for the own-generator rows, the Go program and its small Python starter), per
+  acknowledged message, startup included. Unless `--no-startup`, each row
   is first run once per broker with one message: its CPU is the row's startup cost, shown
   beside the runs, and the net figure (CPU - startup) / messages is printed too;
 - broker CPU µs/msg: the broker process's utime + stime (/proc/<pid>/stat) over the same
@@ -83,6 +98,11 @@ ROWS = ("kbatch-none", "kbatch-partition", "rdkafka_performance", "ProducerPerfo
         "franz-go", "sarama", "kafka-go")
 KBATCH_ROWS = ("kbatch-none", "kbatch-partition")
 GO_ROWS = ("franz-go", "sarama", "kafka-go")
+"""The Go clients generating their own messages (the client's own ceiling)."""
+FED_SUFFIX = "-fed"
+GO_FED_ROWS = tuple(row + FED_SUFFIX for row in GO_ROWS)
+"""The same clients fed message by message by kbatch's generator (`--go-fed`)."""
+ALL_ROWS = ROWS + GO_FED_ROWS
 BROKERS = ("tansu", "kafka")
 ACKS = ("1", "all")
 EXIT_USAGE = 2
@@ -94,13 +114,13 @@ def log(text: str) -> None:
 
 def mode_of(row: str) -> str:
     """kbatch's mode of a row run through kbatch (its engine or its Go driver)."""
-    return row.removeprefix("kbatch-")
+    return row.removeprefix("kbatch-").removesuffix(FED_SUFFIX)
 
 
 def kbatch_settings(row: str, acks: str) -> list[tuple[str, str]]:
     """acks as asked; idempotence with acks=all only, where the client has it."""
     settings = [("acks", acks)]
-    if row != "kafka-go":
+    if mode_of(row) != "kafka-go":
         settings.append(("enable.idempotence", "true" if acks == "all" else "false"))
     return settings
 
@@ -111,6 +131,9 @@ def kbatch_settings(row: str, acks: str) -> list[tuple[str, str]]:
 def child(args: argparse.Namespace) -> None:
     """One kbatch run in this process (a row through kbatch's engine or its Go driver):
     prints RESULT and its figures as one JSON line."""
+    if args.row in GO_ROWS:
+        go_child(args)
+        return
     from producer_core import Workload, build_settings, run
 
     workload = Workload(topic=args.topic, partitions=args.partitions, rate=None,
@@ -133,6 +156,23 @@ def child(args: argparse.Namespace) -> None:
         "requests": results.requests_sent,
         "run_cpu_s": _cpu(own_after) - _cpu(own),
         "driver_cpu_s": _cpu(kids_after) - _cpu(kids),
+    }), flush=True)
+
+
+def go_child(args: argparse.Namespace) -> None:
+    """A Go row's own generator: the Go program makes and sends every message itself;
+    prints RESULT with its span from first produce to last acknowledgement."""
+    from producer_core.engine.drivers.go_clients.generate import generate
+
+    properties = {**dict(kbatch_settings(args.row, args.acks)),
+                  "bootstrap.servers": args.bootstrap}
+    done = generate(args.row, args.topic, args.messages, args.size, properties)
+    r = done.result
+    print("RESULT " + json.dumps({
+        "acked": r["acked"], "failed": r["failed"] + r["unknown"], "seconds": done.seconds,
+        "msgs_per_s": done.msgs_per_s, "requests": r["requests"],
+        "partitioner": r["generated"]["partitioner"],
+        "idempotence": r["idempotence"].get("enabled"),
     }), flush=True)
 
 
@@ -240,10 +280,10 @@ def prepare(rows: list[str]) -> Tools:
 
         tools.kafka_dist = resolve(progress=log)
     for row in rows:
-        if row in GO_ROWS:
+        if row in GO_ROWS + GO_FED_ROWS:
             from producer_core.engine.drivers.go_clients.driver import prepare as prepare_go
 
-            prepare_go(row, progress=log)
+            prepare_go(mode_of(row), progress=log)
     return tools
 
 
@@ -320,8 +360,8 @@ def measure(row: str, acks: str, broker: Broker, tools: Tools, args: argparse.Na
         "messages": messages, "load_1min": load, "wall_s": wall, "producer_cpu_s": cpu,
         "broker_cpu_s": (broker_after - broker_before
                          if broker_before is not None and broker_after is not None else None),
-        "broker_rss_mb": rss, "command": " ".join(cmd[1:] if row not in KBATCH_ROWS + GO_ROWS
-                                                   else cmd[2:]),
+        "broker_rss_mb": rss, "command": " ".join(
+            cmd[1:] if row not in KBATCH_ROWS + GO_ROWS + GO_FED_ROWS else cmd[2:]),
     }
     parsed = None if error else parse_output(row, stdout, stderr, messages)
     if parsed is None:
@@ -420,10 +460,16 @@ ROW_NOTES = {
     "kbatch-partition": "kbatch engine, mode partition (linger 5 ms)",
     "rdkafka_performance": "librdkafka's C tool, linger.ms=5",
     "ProducerPerformance": "Kafka's Java tool",
-    "franz-go": "via kbatch's Go driver (Python feeder + Go)",
-    "sarama": "via kbatch's Go driver (Python feeder + Go)",
-    "kafka-go": "via kbatch's Go driver (Python feeder + Go); no idempotence; its default "
-                "BatchTimeout (1 s) can hold a run's last batches up to a second",
+    "franz-go": "own generator (the client's ceiling, counts only), sticky partitioner",
+    "sarama": "own generator (the client's ceiling, counts only), random partitioner",
+    "kafka-go": "own generator (the client's ceiling, counts only), round-robin; no "
+                "idempotence; its default BatchTimeout (1 s) can hold a run's last batches "
+                "up to a second",
+    "franz-go-fed": "fed by kbatch's generator over the Go driver's pipe (Python feeder + Go)",
+    "sarama-fed": "fed by kbatch's generator over the Go driver's pipe (Python feeder + Go)",
+    "kafka-go-fed": "fed by kbatch's generator over the Go driver's pipe (Python feeder + Go); "
+                    "no idempotence; its default BatchTimeout (1 s) can hold a run's last "
+                    "batches up to a second",
 }
 
 
@@ -495,7 +541,8 @@ def verdict(summaries: dict[str, dict[str, Any]]) -> list[str]:
         if not ranked:
             continue
         lines.append(f"- By {what}: fastest row **{ranked[0][1]}** ({ranked[0][0]:,.0f}).")
-        clients = [(m, row) for m, row in ranked if row not in KBATCH_ROWS]
+        clients = [(m, row) for m, row in ranked  # each client's own ceiling
+                   if row not in KBATCH_ROWS + GO_FED_ROWS]
         if not clients:
             continue
         best, name = clients[0]
@@ -529,7 +576,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--brokers", default="tansu,kafka",
                         type=lambda t: _choices(t, BROKERS, "--brokers"))
     parser.add_argument("--rows", default=",".join(ROWS),
-                        type=lambda t: _choices(t, ROWS, "--rows"))
+                        type=lambda t: _choices(t, ALL_ROWS, "--rows"))
+    parser.add_argument("--go-fed", action="store_true",
+                        help="add each Go row's pipe-fed twin (ROW-fed: the client fed by "
+                             "kbatch's Python generator) for comparison")
     parser.add_argument("--partitions", type=int, default=64)
     parser.add_argument("--size", type=int, default=100, help="value bytes")
     parser.add_argument("--no-startup", dest="startup", action="store_false",
@@ -547,6 +597,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.child:
         args.acks = args.acks[0]
         return args
+    if args.go_fed:
+        asked = [row for row in GO_ROWS if row in args.rows]
+        args.rows = list(dict.fromkeys(args.rows + [row + FED_SUFFIX for row in asked]))
+        if not asked:
+            parser.error("--go-fed adds the pipe-fed twin of each Go row in --rows, and "
+                         "--rows names none of franz-go, sarama, kafka-go")
     if args.messages < 1 or args.runs < 1 or args.partitions < 1 or args.size < 1:
         parser.error("--messages, --runs, --partitions and --size must be at least 1")
     if args.run_timeout <= 0:

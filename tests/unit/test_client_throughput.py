@@ -40,6 +40,9 @@ def test_idempotence_goes_with_acks_all_except_where_the_client_has_none() -> No
     assert ct.kbatch_settings("franz-go", "1") == [("acks", "1"),
                                                    ("enable.idempotence", "false")]
     assert ct.kbatch_settings("kafka-go", "all") == [("acks", "all")]
+    assert ct.kbatch_settings("kafka-go-fed", "all") == [("acks", "all")]
+    assert ct.kbatch_settings("sarama-fed", "1") == [("acks", "1"),
+                                                     ("enable.idempotence", "false")]
     rdkafka = rdkafka_command(Path("/x/rdkafka_performance"), "h:1", "t", 10, 100, "all")
     assert rdkafka[-4:] == ["-X", "linger.ms=5", "-X", "enable.idempotence=true"]
     assert rdkafka[rdkafka.index("-a"):rdkafka.index("-a") + 2] == ["-a", "all"]
@@ -108,6 +111,27 @@ def document() -> dict[str, object]:
                  _run("franz-go", "1", 900, 2.0, 0.5),
                  {**_run("franz-go", "1", 1, 1, 1), "error": "exit 1, no result printed: x"}],
     }
+
+
+def test_go_fed_adds_the_pipe_fed_twin_of_each_go_row_asked_for(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert ct.parse_args([]).rows == list(ct.ROWS)  # the Go rows generate their own
+    args = ct.parse_args(["--rows", "kbatch-none,sarama", "--go-fed"])
+    assert args.rows == ["kbatch-none", "sarama", "sarama-fed"]
+    assert ct.mode_of("sarama-fed") == "sarama" and ct.mode_of("kbatch-none") == "none"
+    assert ct.parse_args(["--rows", "franz-go-fed"]).rows == ["franz-go-fed"]
+    with pytest.raises(SystemExit) as exit_info:
+        ct.parse_args(["--rows", "kbatch-none", "--go-fed"])
+    assert exit_info.value.code == 2
+    assert "--rows names none of franz-go" in capsys.readouterr().err
+
+
+def test_the_fastest_client_is_a_client_on_its_own() -> None:
+    """A pipe-fed Go row is kbatch's feeder plus the client: never 'the fastest client'."""
+    summaries = {"kbatch-none": {"tool": [1000.0]}, "franz-go-fed": {"tool": [900.0]},
+                 "franz-go": {"tool": [800.0]}}
+    lines = ct.verdict(summaries)
+    assert "  - kbatch-none / fastest client (franz-go): 1.25x (target >= 1: met)" in lines
 
 
 def test_the_report_renders_from_a_saved_document(tmp_path: Path,

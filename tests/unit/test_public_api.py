@@ -94,6 +94,8 @@ BENCHMARK_EXTENSION_POINTS: dict[str, str] = {
     "producer_core.engine.drivers.engine_parts": "adaptive: wraps the policy each run makes",
     "producer_core.engine.drivers.go_clients.driver":
         "client_throughput: the Go driver built first",
+    "producer_core.engine.drivers.go_clients.generate":
+        "client_throughput: a Go client's own ceiling (the driver generating)",
     "producer_core.engine.drivers.kafka_java.fidelity": "fidelity: the emulation pairs it checks",
     "producer_core.engine.drivers.kafka_java.run": "fidelity: a traced run of the Java producer",
     "producer_core.engine.drivers.librdkafka": "fidelity: a traced run of librdkafka",

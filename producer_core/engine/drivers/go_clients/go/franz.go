@@ -41,9 +41,11 @@ func newFranz(d *driver, settings map[string]string, bootstrap []string,
 		kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
 			return dial.DialContext(ctx, network, host)
 		}),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.WithHooks(hooks),
 		kgo.MaxVersions(apiVersionsV4()),
+	}
+	if d.generating == nil { // kbatch's workload chose each partition
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
 	if os.Getenv("KBATCH_GO_DEBUG") != "" { // the client's own log, for diagnosis
 		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))

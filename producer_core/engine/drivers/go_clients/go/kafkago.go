@@ -28,8 +28,10 @@ func newKafkaGo(d *driver, settings map[string]string, bootstrap []string,
 	dial *dialer) (producer, error) {
 	s := &settingsOf{client: "kafka-go", values: settings}
 	transport := &kafkago.Transport{Dial: dial.DialContext}
-	w := &kafkago.Writer{Addr: kafkago.TCP(bootstrap...), Balancer: manualBalancer{},
-		Transport: transport, Async: true}
+	w := &kafkago.Writer{Addr: kafkago.TCP(bootstrap...), Transport: transport, Async: true}
+	if d.generating == nil { // kbatch's workload chose each partition
+		w.Balancer = manualBalancer{}
+	}
 	if v, ok := s.millis("linger.ms"); ok {
 		w.BatchTimeout = v
 	}

@@ -85,11 +85,15 @@ type driver struct {
 	outMu    sync.Mutex
 	topics   []string
 	byName   map[string]int
+	client   string
 	acksZero bool
 	deliver  bool
+	// generating: the driver's own generator (generate.go) makes the messages; outcomes
+	// are counted only, and the client partitions by its own default.
+	generating *generateSpec
 
 	acked, failed, unacked, unknown, submitted atomic.Int64
-	lastAckNs                                  atomic.Int64
+	lastAckNs, firstSendNs                     atomic.Int64
 	requests                                   atomic.Int64
 
 	mu             sync.Mutex
@@ -156,6 +160,10 @@ func (d *driver) settle(m *message, partition int32, offset int64, err error) {
 		if now <= last || d.lastAckNs.CompareAndSwap(last, now) {
 			break
 		}
+	}
+	if d.generating != nil {
+		d.settleGenerated(err)
+		return
 	}
 	if err != nil {
 		reason, mayBeWritten := reasonOf(err)
@@ -366,7 +374,15 @@ func (d *driver) result(p producer) map[string]any {
 	for node, n := range d.byNode {
 		byNode[strconv.Itoa(node)] = n
 	}
-	return map[string]any{
+	var generated map[string]any
+	if spec := d.generating; spec != nil { // counts only: all of it is the one topic's
+		d.topicAcked[0], d.topicFailed[0] = d.acked.Load(), d.failed.Load()
+		d.topicUnacked[0], d.topicUnknown[0] = d.unacked.Load(), d.unknown.Load()
+		generated = map[string]any{"messages": spec.messages, "size": spec.size,
+			"ids": spec.ids, "partitioner": defaultPartitioner[d.client],
+			"first_send_ns": d.firstSendNs.Load()}
+	}
+	out := map[string]any{
 		"type": "result", "acked": d.acked.Load(), "failed": d.failed.Load(),
 		"unacked": d.unacked.Load(), "unknown": d.unknown.Load(),
 		"submitted": d.submitted.Load(), "requests": d.requests.Load(),
@@ -377,6 +393,10 @@ func (d *driver) result(p producer) map[string]any {
 		"topic_unacked": d.topicUnacked, "topic_unknown": d.topicUnknown,
 		"producer_metrics": d.counters, "latency_us": latency, "rtt_us": encode(d.rtt),
 	}
+	if generated != nil {
+		out["generated"] = generated
+	}
+	return out
 }
 
 // newProducer builds the named client's producer from Kafka-named settings; every setting
@@ -422,7 +442,17 @@ func run(client string) int {
 		d.latency[i] = hdr.New(lowestUs, highestUs, digits)
 		d.byName[name] = i
 	}
+	d.client = client
 	d.deliver = header["kbatch.deliveries"] == "true"
+	spec, specErr := generateSpecOf(header, n)
+	if specErr != nil {
+		d.emit(map[string]any{"type": "config_error", "message": specErr.Error()}, true)
+		return 6
+	}
+	d.generating = spec
+	if spec != nil {
+		d.deliver = false // counts only
+	}
 	progressMs, _ := strconv.Atoi(header["kbatch.progress.ms"])
 	if progressMs <= 0 {
 		progressMs = 1000
@@ -470,6 +500,14 @@ func run(client string) int {
 		}
 	}()
 	defer close(stop)
+	var generated chan struct{} // closed once every generated message is handed over
+	if spec != nil {
+		generated = make(chan struct{})
+		go func() {
+			defer close(generated)
+			d.generate(p, spec)
+		}()
+	}
 	for {
 		kind, err := in.ReadByte()
 		if err != nil { // kbatch stopped the run: drop what is unsent
@@ -479,6 +517,10 @@ func run(client string) int {
 		case 'P':
 			d.emit(map[string]any{"type": "pong", "ns": nowNs()}, true)
 		case 'M':
+			if spec != nil {
+				fmt.Fprintln(os.Stderr, "an 'M' frame while the driver generates its own messages")
+				return 5
+			}
 			m, err := d.readMessage(in)
 			if err != nil {
 				return 3
@@ -491,6 +533,9 @@ func run(client string) int {
 			d.submitted.Add(1)
 			p.send(m)
 		case 'E':
+			if generated != nil {
+				<-generated
+			}
 			p.flush()
 			d.emit(d.result(p), true)
 			p.close()

@@ -24,7 +24,9 @@ func newSarama(d *driver, settings map[string]string, bootstrap []string,
 	cfg := sarama.NewConfig()
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Return.Errors = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	if d.generating == nil { // kbatch's workload chose each partition
+		cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	}
 	cfg.Net.Proxy.Enable = true
 	cfg.Net.Proxy.Dialer = dial
 	if v, ok := s.millis("linger.ms"); ok {
