@@ -163,3 +163,42 @@ def test_deadlines_passed_meanwhile_keep_their_place_in_the_ready_order():
     whose batch filled later: the same request as when every deadline was polled."""
     sent, _ = _ready_order(poll_at_deadlines=False)
     assert sent == _ready_order(poll_at_deadlines=True)[0] == [[0, 1, 2, 3]]
+
+
+def test_ready_partitions_go_in_librdkafkas_round_robin_not_oldest_first():
+    """librdkafka's broker thread walks its partitions in a circle from a start that moves
+    on: slot 3, ready first, waits for its turn after slot 1."""
+    acc, policy = make(partitions=4, linger_s=0.0, max_partitions=1)
+    append(acc, policy, 3, now=0.000)
+    append(acc, policy, 1, now=0.001)
+    assert sent_slots(policy.poll(0.002, PollContext({1: 1}))) == [[1]]
+    append(acc, policy, 0, now=0.003)  # behind the start (now past slot 1): next round
+    assert sent_slots(policy.poll(0.003, PollContext({1: 1}))) == [[3]]
+    append(acc, policy, 2, now=0.004)  # the circle wraps: slot 0, then slot 2
+    assert sent_slots(policy.poll(0.004, PollContext({1: 2}))) == [[0], [2]]
+    assert policy.drain_cursor() == {1: 3}
+
+
+def test_each_broker_has_its_own_round_robin():
+    acc, policy = make(partitions=4, linger_s=0.0, max_partitions=1, leaders=[1, 2, 1, 2])
+    for slot in (3, 2, 1, 0):
+        append(acc, policy, slot, now=0.0)
+    plans = policy.poll(0.0, PollContext({1: 1, 2: 1}))
+    assert sorted(sent_slots(plans)) == [[0], [1]]
+    assert sorted(sent_slots(policy.poll(0.0, PollContext({1: 1, 2: 1})))) == [[2], [3]]
+
+
+def test_a_replay_can_put_the_round_robin_where_the_client_left_it():
+    acc, policy = make(partitions=4, linger_s=0.0, max_partitions=1)
+    for slot in range(4):
+        append(acc, policy, slot, now=0.0)
+    # the client served slot 1: its next loop starts at slot 2 at the latest
+    policy.set_drain_cursor({1: policy.drain_cursor_after(1, {1}) or 0})
+    assert sent_slots(policy.poll(0.0, PollContext({1: 1}))) == [[2]]
+    # without a cap on partitions a request takes the ready ones in the walk's order
+    acc, policy = make(partitions=4, linger_s=0.0)
+    for slot in range(4):
+        append(acc, policy, slot, now=0.0)
+    policy.set_drain_cursor({1: 2})
+    [plan] = policy.poll(0.0, PollContext({1: 1}))
+    assert [b.slot for b in plan.batches] == [2, 3, 0, 1]

@@ -292,10 +292,12 @@ def test_the_partition_emulation_makes_the_real_librdkafkas_decisions() -> None:
     assert report.compared == len(trace.requests) > 2500
     # every request one the emulation made, or held ready with the same records
     assert report.share_same_rule == 1.0, "\n".join(report.lines())
-    # ... but its slots were often full, and librdkafka's round robin chose another
-    # ready partition than the oldest for 15% of them (the recorded figure: 84.6%)
-    assert report.share_identical >= 0.84
-    assert report.by_kind["choice"] > 300
+    # its slots were often full, and librdkafka's round robin chose among the ready
+    # partitions: the emulation's round robin makes 93.1% of its choices (2,456 of 2,638;
+    # oldest first made 84.6%). Where the rest go depends on the loops of librdkafka's
+    # broker thread that built nothing (each moves its start): timing, not in the log
+    assert report.share_identical >= 0.93
+    assert report.by_kind["choice"] < 200
     assert report.extra_requests < 0.25 * report.compared
     # a linger a millisecond stricter sends nothing where librdkafka did; one a millisecond
     # looser sends partitions a pass before librdkafka did

@@ -33,6 +33,6 @@ def no_linger_policy(accumulator: QueueView, leaders: list[int], limits: Request
 
 PARTITION = ModeSpec(
     "partition", "per-partition linger.ms, a request carries the partitions ready at that "
-    "moment", policy=partition_policy, reads=("linger.ms",))
+    "moment, in librdkafka's round robin per broker", policy=partition_policy, reads=("linger.ms",))
 
 NONE = ModeSpec("none", "linger 0", policy=no_linger_policy, sweep_window=None)

@@ -1,10 +1,25 @@
 """Per-partition linger (librdkafka / Java `linger.ms` semantics, one partition at a time).
 
 A partition is ready when its oldest queued batch has waited `linger.ms` since its first
-record, or when it holds a full batch. A request to a broker carries only the partitions
-ready at that moment, oldest first, up to `max.request.size` and
-`produce.request.max.partitions`. Partitions therefore expire at staggered times and
-requests stay small: the "before" of the broker-level linger design.
+record, or when it holds a full batch. A request to a broker carries only partitions ready
+at that moment, up to `max.request.size` and `produce.request.max.partitions`. Partitions
+therefore expire at staggered times and requests stay small: the "before" of the
+broker-level linger design.
+
+Which ready partitions go first is librdkafka's order (issue 42; its broker thread's
+`rd_kafka_broker_produce_toppars`, alike in 2.12.1 and a 2026 snapshot): a rotating round
+robin over all the broker's partitions, ready or not. Each loop of the broker thread starts
+at `rkb_active_toppar_next` and walks the circle once; its output queue one request deep
+(`queue.buffering.backpressure.threshold=1`), it builds at most one request, for the first
+ready partition from the start; then the start moves one step past the loop's start. Here
+each request built is one such loop, and the next start is the partition after the one
+served (the latest start that would have served it). What kbatch cannot know: librdkafka's
+circle is the order partitions joined the broker (at start-up the metadata's partition
+order, which slot order follows; after a leader change a partition joins at the tail,
+here it keeps its slot's place), and its start also moves on loops that build nothing (a
+wake-up by a response, an append, a timer), as many as the thread's timing makes (on a
+recorded librdkafka trace, moving the start one step past the loop's start matched 91.5%
+of requests, past the partition served 93.1%).
 
 Mode `none` is the same policy with linger 0: whatever is queued goes as soon as a request
 slot is free, and what queues meanwhile rides along in the next request.
@@ -12,8 +27,9 @@ slot is free, and what queues meanwhile rides along in the next request.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import Counter
-from itertools import islice
+from itertools import chain, islice
 
 from producer_core.engine.core.accumulator import (
     BATCH_FILLED,
@@ -44,23 +60,59 @@ class PartitionLinger(LingerPolicy):
         super().__init__(accumulator, leaders, limits)
         self.linger_s = linger_s
         self._deadlines = HeadDeadlines(accumulator, linger_s)
-        # broker -> ready slots, in the order they became ready (oldest first)
-        self._ready: dict[int, dict[int, None]] = {}
+        self._ready: dict[int, list[int]] = {}
+        """broker -> its ready slots, in slot order (the round robin's circle)."""
+        self._is_ready: set[int] = set()
+        self._circle: dict[int, list[int]] = {}
+        """broker -> every slot it leads, in slot order: librdkafka's active list."""
+        self._next: dict[int, int] = {}
+        """broker -> where its next loop starts (`rkb_active_toppar_next`): the first slot
+        of its circle at or after this number, wrapping."""
         self._slots_full = False
         """The last poll left no broker a free request slot: a linger deadline can then
         send nothing, so it wakes no one (a response, which frees a slot, always brings a
         poll). At 10,000 partitions every batch has its own deadline, and on a broker
         that answers slowly most of those wake-ups found every slot taken."""
+        self._build_circles()
+
+    def _build_circles(self) -> None:
+        self._circle = {}
+        for slot, broker in enumerate(self.leaders):
+            self._circle.setdefault(broker, []).append(slot)
 
     def _mark_ready(self, slot: int) -> None:
-        self._ready.setdefault(self.leaders[slot], {})[slot] = None
+        if slot not in self._is_ready:
+            self._is_ready.add(slot)
+            insort(self._ready.setdefault(self.leaders[slot], []), slot)
+
+    def _unmark(self, broker: int, slot: int) -> None:
+        ready = self._ready[broker]
+        del ready[bisect_left(ready, slot)]
+        self._is_ready.discard(slot)
 
     def set_leaders(self, leaders: list[int]) -> None:
-        ready = [slot for marks in self._ready.values() for slot in marks]
+        ready = sorted(self._is_ready)
         super().set_leaders(leaders)
+        self._build_circles()
         self._ready = {}
+        self._is_ready = set()
         for slot in ready:
             self._mark_ready(slot)
+
+    def _loop_start(self, broker: int) -> int:
+        """The slot a loop of `broker`'s thread starts its walk at."""
+        circle = self._circle[broker]
+        index = bisect_left(circle, self._next.get(broker, 0))
+        return circle[index] if index < len(circle) else circle[0]
+
+    def _in_turn(self, broker: int, start: int) -> list[int]:
+        """The broker's ready slots in its walk's order from `start` (as many as one
+        request can carry: polls stay cheap when many partitions are ready)."""
+        ready = self._ready[broker]
+        split = bisect_left(ready, start)
+        walk = chain(islice(ready, split, None), islice(ready, 0, split))
+        limit = self.limits.max_partitions
+        return list(walk if limit is None else islice(walk, limit))
 
     def _watch_head(self, slot: int) -> None:
         """Register the slot's current head: ready if full (or linger 0), else wait for it."""
@@ -102,8 +154,8 @@ class PartitionLinger(LingerPolicy):
         partitions ready alike (`analysis.trace_replay`)."""
         self._expire(now)
         out: dict[int, int] = {}
-        for marks in self._ready.values():
-            for slot in marks:
+        for ready in self._ready.values():
+            for slot in ready:
                 head = self.accumulator.head(slot)
                 if head is not None:
                     out[slot] = head.record_count
@@ -114,32 +166,44 @@ class PartitionLinger(LingerPolicy):
         free_slots = context.free_slots
         self._expire(now)
         plans: list[RequestPlan] = []
-        max_partitions = self.limits.max_partitions
-        for broker, marks in self._ready.items():
+        for broker, ready in self._ready.items():
             free = free_slots.get(broker, 0)
-            if not marks or free <= 0:
-                continue
-            # only as many candidates as the free requests can carry: polls stay cheap when
-            # many partitions are ready and requests are small (max.partitions=1)
-            limit = None if max_partitions is None else free * max_partitions
-            candidates = list(islice(marks, limit))
-            while candidates and free > 0:
+            while ready and free > 0:  # one loop of the broker's thread per request
+                start = self._loop_start(broker)
                 batches = drain_request(
-                    self.accumulator, candidates, now,
-                    self.limits.max_request_size, max_partitions,
+                    self.accumulator, self._in_turn(broker, start), now,
+                    self.limits.max_request_size, self.limits.max_partitions,
                 )
                 if not batches:
                     break
                 free -= 1
+                # librdkafka moves its start one step past the loop's start; its loops
+                # that build nothing move it on too, uncounted here: the start is taken
+                # to have reached the partition served (see `drain_cursor_after`)
+                self._next[broker] = batches[0].slot + 1
                 for batch in batches:
-                    del marks[batch.slot]
-                    self._watch_head(batch.slot)
-                    if batch.slot in marks:  # another full batch: ready again, last
-                        candidates.append(batch.slot)
+                    self._unmark(broker, batch.slot)
+                    self._watch_head(batch.slot)  # another full batch: ready again
                 plans.append(RequestPlan(broker, batches, self._reason(batches)))
         used = Counter(plan.broker for plan in plans)
         self._slots_full = all(free <= used[broker] for broker, free in free_slots.items())
         return plans
+
+    # a trace replay's rebuild puts the round robin where the client's left it
+    # (`analysis.trace_replay.DrainCursor`)
+    def drain_cursor(self) -> dict[int, int]:
+        """Where each broker's next loop starts."""
+        return dict(self._next)
+
+    def set_drain_cursor(self, cursor: dict[int, int]) -> None:
+        self._next = dict(cursor)
+
+    def drain_cursor_after(self, broker: int, taken: set[int]) -> int | None:
+        """Where the client's round robin stands after a loop that built a request of
+        `taken`: one step past the loop's start, which the client's log does not show;
+        taken as the partition it served, as `poll` does (the latest start that serves
+        it; with many partitions ready, as when the order matters, it is close)."""
+        return max(taken) + 1 if taken else None
 
     def _reason(self, batches: list[ProducerBatch]) -> str:
         if self.flushing:
