@@ -18,13 +18,13 @@ cd "$tree"
 if [ ! -f Makefile.config ]; then
     echo "configuring $tree" >&2
     bash ./configure --disable-gssapi --disable-curl --disable-sasl --disable-zstd \
-        >configure.log 2>&1 || { echo "configure failed, see $tree/configure.log" >&2; exit 100; }
+        >kbatch-configure.log 2>&1 || { echo "configure failed, see $tree/kbatch-configure.log" >&2; exit 100; }
 fi
 echo "building librdkafka and the test runner in $tree (a few minutes the first time)" >&2
 { make -j"$jobs" -C src librdkafka.a librdkafka.so.1 &&
   make -j"$jobs" -C src-cpp librdkafka++.a &&
-  make -j"$jobs" -C tests test-runner; } >build-tests.log 2>&1 ||
-    { echo "build failed, see $tree/build-tests.log" >&2; exit 100; }
+  make -j"$jobs" -C tests test-runner; } >kbatch-build-tests.log 2>&1 ||
+    { echo "build failed, see $tree/kbatch-build-tests.log" >&2; exit 100; }
 
 cd tests
 mkdir -p kbatch-logs
