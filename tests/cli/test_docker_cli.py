@@ -116,8 +116,9 @@ def test_sigterm_removes_the_containers_and_the_network():
         inspect = json.loads(subprocess.run(["docker", "inspect", containers[0]],
                                             capture_output=True, text=True, check=True).stdout)
         bindings = inspect[0]["HostConfig"]["PortBindings"]
-        assert list(bindings) == ["9092/tcp"]  # only the client port, on loopback only
-        assert [b["HostIp"] for b in bindings["9092/tcp"]] == ["127.0.0.1"]
+        # the client port and the JMX exporter's /metrics, each on loopback only
+        assert sorted(bindings) == ["9092/tcp", "9404/tcp"]
+        assert all(b["HostIp"] == "127.0.0.1" for port in bindings.values() for b in port)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
     finally:
