@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from producer_core.config import ProducerSettings
 from producer_core.engine.core.accumulator import Accumulator, TopicPartition
 from producer_core.engine.core.ledger import Delivery, Ledger
 from producer_core.engine.core.linger.base import Reporting
@@ -22,6 +21,7 @@ from producer_core.engine.drivers.run_checks import largest_record, run_warnings
 from producer_core.engine.modes import make_policy
 from producer_core.engine.modes import mode as mode_spec
 from producer_core.results.metrics import Results, RunMetrics, Section
+from producer_core.settings import ProducerSettings
 from producer_core.workload.partitioners import Partitioning
 from producer_core.workload.workload import Workload
 

@@ -59,7 +59,6 @@ from typing import Any
 
 import numpy as np
 
-from producer_core.config import ProducerSettings
 from producer_core.engine.core.memory import BlockedGenerator
 from producer_core.engine.drivers.client_thread import run_in_thread
 from producer_core.engine.drivers.gc_quiet import quiet_gc
@@ -103,6 +102,7 @@ from producer_core.results.intervals import (
 )
 from producer_core.results.metrics import ClientCounts, Results, RunMetrics, Section, TopicMetrics
 from producer_core.security import scrub
+from producer_core.settings import ProducerSettings
 from producer_core.workload.message_source import SHARE_ID_SHIFT, TOPIC_ID_SHIFT
 from producer_core.workload.partitioners import Partitioning
 from producer_core.workload.workload import (

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Protocol
 from producer_core.engine.core.ledger import Delivery
 
 if TYPE_CHECKING:
-    from producer_core.config import ProducerSettings
     from producer_core.results.metrics import Results, RunMetrics
+    from producer_core.settings import ProducerSettings
     from producer_core.workload.workload import Workload
 
 PROGRESS_INTERVAL_S = 0.25

@@ -22,7 +22,6 @@ from aiokafka.protocol.admin import CreatePartitionsRequest, CreateTopicsRequest
 from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.protocol.offset import OffsetRequest
 
-from producer_core.config import ProducerSettings
 from producer_core.engine.transport.connect_errors import connection_problem
 from producer_core.engine.transport.priming import Note, Priming, pad_bytes, prime_topic
 from producer_core.engine.transport.produce_send import ProduceLine, answer
@@ -30,6 +29,7 @@ from producer_core.engine.transport.produce_wire import ProduceRequest
 from producer_core.engine.transport.producer_id import IdempotentInitProducerId
 from producer_core.errors import BrokerError, UsageError
 from producer_core.security import PLAINTEXT, SecurityConfig
+from producer_core.settings import ProducerSettings
 from producer_core.topic_creation import (
     DEFAULT_CREATION,
     DEFAULT_REPLICATION_FACTOR,

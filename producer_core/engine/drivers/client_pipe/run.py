@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import IO, Any, Protocol
 
-from producer_core.config import ProducerSettings
 from producer_core.engine.drivers.client_pipe import protocol
 from producer_core.engine.drivers.generator import ClientBatching, Generator
 from producer_core.engine.drivers.run_checks import run_warnings
@@ -54,6 +53,7 @@ from producer_core.results.metrics import (
     TopicMetrics,
 )
 from producer_core.security import redact, scrub
+from producer_core.settings import ProducerSettings
 from producer_core.workload.workload import Workload
 
 HELLO_TIMEOUT_S = 60.0

@@ -13,7 +13,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from producer_core.config import ProducerSettings
 from producer_core.engine.drivers.client_pipe.run import PipeRun
 from producer_core.engine.drivers.client_thread import run_in_thread
 from producer_core.engine.drivers.go_clients.builds import build_source
@@ -22,6 +21,7 @@ from producer_core.engine.drivers.run_types import Delivery, Progress, RunCall, 
 from producer_core.engine.modes.go_client_settings import OPTIONS, check_security, client_properties
 from producer_core.engine.modes.versions import parse_label
 from producer_core.results.metrics import Results
+from producer_core.settings import ProducerSettings
 from producer_core.workload.workload import Workload
 
 

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from producer_core.client_properties import java_producer_passthrough
-from producer_core.config import ProducerSettings
 from producer_core.engine.drivers.client_pipe.run import NO_CALLBACK, PipeRun
 from producer_core.engine.drivers.client_thread import run_in_thread
 from producer_core.engine.drivers.kafka_java import cluster_check, protocol
@@ -38,6 +37,7 @@ from producer_core.errors import BrokerError
 from producer_core.results.client_trace import ClientTrace
 from producer_core.results.metrics import Results
 from producer_core.security import redact
+from producer_core.settings import ProducerSettings
 from producer_core.workload.workload import Workload
 
 __all__ = ["NO_CALLBACK", "KafkaJavaRun", "run_async", "run_traced"]
