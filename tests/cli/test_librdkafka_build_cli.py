@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_produce_cli import kbatch
-from tests.librdkafka_tree import fetch_tree_or_none
+from tests.librdkafka_tree import fetch_tree_or_none, skip_without_cargo
 
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     found = fetch_tree_or_none(tmp_path_factory.mktemp("librdkafka"))
     if found is None:
-        pytest.skip("needs cargo (librdkafka's sources come in the rdkafka-sys crate)")
+        skip_without_cargo("needs cargo (librdkafka's sources come in the rdkafka-sys crate)")
     return found
 
 

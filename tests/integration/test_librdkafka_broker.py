@@ -21,6 +21,7 @@ from producer_core.engine.drivers.librdkafka_source import find_cargo
 from producer_core.measure.verify_read import VerifyingRun
 from producer_core.workload.workload import Workload
 from tests.kafka_fixtures import fresh_topic
+from tests.librdkafka_tree import skip_without_cargo
 from tests.wire_proxy import produce_frames_of
 
 MODE = "librdkafka-broker"
@@ -38,8 +39,8 @@ def _built() -> None:
     if not patch_series():
         pytest.skip("the librdkafka patch series (clients/librdkafka/patches) is empty")
     if cached_label(series_digest(patch_series(), base_name())) is None and not find_cargo():
-        pytest.skip("needs cargo for the first build (librdkafka's sources come in the "
-                    "rdkafka-sys crate)")
+        skip_without_cargo("needs cargo for the first build (librdkafka's sources come in "
+                           "the rdkafka-sys crate)")
     ensure_build(lambda text: print(text, flush=True))
 
 
