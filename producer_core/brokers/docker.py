@@ -279,20 +279,13 @@ class DockerKafkaCluster(NodeCluster):
         return {LABEL_MANAGED: "true", LABEL_OWNER: str(os.getpid()), LABEL_RUN: self.run_id}
 
     def _exporter(self) -> Path | None:
-        """The JMX exporter jar when asked for; a failure to fetch it only loses the
-        broker's own metrics (``metrics_warning`` says why), never the run."""
-        if not self._metrics_exporter:
-            return None
-        if self._exporter_jar is None:
-            from producer_core.brokers.jmx_exporter import exporter_jar
+        """The JMX exporter jar when asked for (``metrics_warning`` says why not)."""
+        if self._metrics_exporter and self._exporter_jar is None:
+            from producer_core.brokers.jmx_exporter import exporter_or_warning
 
-            try:
-                self._exporter_jar = exporter_jar(self._progress)
-            except (BrokerError, UsageError) as exc:
-                self._metrics_exporter = False
-                self.metrics_warning = f"Kafka's own metrics are not measured: {exc}"
-                return None
-        return self._exporter_jar
+            self._exporter_jar, self.metrics_warning = exporter_or_warning(self._progress)
+            self._metrics_exporter = self._exporter_jar is not None
+        return self._exporter_jar if self._metrics_exporter else None
 
     def _create_network(self) -> None:
         from testcontainers.core.network import Network

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from producer_core.downloads import cache_root, fetch_jars
+from producer_core.errors import BrokerError, UsageError
 
 #: The one place the exporter's version is pinned.
 JMX_EXPORTER_VERSION = "1.0.1"
@@ -37,6 +38,15 @@ def exporter_jar(progress: Callable[[str], None]) -> Path:
                    label=f"Prometheus JMX exporter {JMX_EXPORTER_VERSION} (about 1 MB)")
         found = sorted(libs.glob(JAR_GLOB))
     return found[0]
+
+
+def exporter_or_warning(progress: Callable[[str], None]) -> tuple[Path | None, str | None]:
+    """The jar, or None and why: a failure to fetch it only loses the broker's own metrics
+    (the run says so), never the run. Shared by the JVM nodes and the containers."""
+    try:
+        return exporter_jar(progress), None
+    except (BrokerError, UsageError) as exc:
+        return None, f"Kafka's own metrics are not measured: {exc}"
 
 
 def javaagent_flag(jar: Path, host: str, port: int, rules: Path = RULES) -> str:
