@@ -95,6 +95,27 @@ def report(label: str, idempotence: bool, code: int | None, took: float, run: di
           f"{v['unacknowledged_found']}")
 
 
+def run_with_leader_killed(kafka_cluster, topic: str, json_path: Path, *extra: str
+                           ) -> tuple[dict, str, str, int]:
+    """`kbatch produce --verify` (8 s) on a fresh 3-replica topic of the session's cluster,
+    SIGKILLing the leader of partition 0 once records are written, then restarting it (the
+    cluster is left whole): (checked results, stdout, stderr, exit code)."""
+    bootstrap = kafka_cluster.bootstrap
+    asyncio.run(create_replicated_topic(bootstrap, topic))
+    proc, began = kbatch_produce(bootstrap, topic, json_path, *extra, duration_s=8)
+    leader = asyncio.run(leader_of(bootstrap, topic, 0))
+    try:
+        wait_until_written(bootstrap, topic)
+        kafka_cluster.kill_node(leader)
+        stdout, stderr, _ = finish(proc, began)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kafka_cluster.start_node(leader)
+    return outcome(json_path), stdout, stderr, proc.returncode
+
+
 def outcome(json_path: Path) -> dict:
     run = json.loads(json_path.read_text())
     validate_document(run)

@@ -167,36 +167,14 @@ def test_a_leader_kill_loses_and_duplicates_nothing_with_an_idempotent_go_client
     cluster mid-run, as tests/integration/test_faults_verify.py does for kbatch's engine:
     with acks=all and idempotence (both clients' setting here), --verify reads back no
     loss, no duplicate and nothing out of order."""
-    from tests.integration.test_faults_verify import (
-        create_replicated_topic,
-        finish,
-        kbatch_produce,
-        leader_of,
-        outcome,
-        wait_until_written,
-    )
+    from tests.integration.test_faults_verify import run_with_leader_killed
 
-    topic = fresh_topic(f"go-leader-{mode}")
-    bootstrap = kafka_cluster.bootstrap
-    asyncio.run(create_replicated_topic(bootstrap, topic))
-    json_path = tmp_path / "run.json"
-    proc, began = kbatch_produce(bootstrap, topic, json_path, "--mode", mode,
-                                 duration_s=8)
-    leader = asyncio.run(leader_of(bootstrap, topic, 0))
-    try:
-        wait_until_written(bootstrap, topic)
-        kafka_cluster.kill_node(leader)
-        stdout, stderr, _ = finish(proc, began)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        kafka_cluster.start_node(leader)  # the session's cluster: leave it whole
-    run = outcome(json_path)
+    run, stdout, stderr, returncode = run_with_leader_killed(
+        kafka_cluster, fresh_topic(f"go-leader-{mode}"), tmp_path / "run.json", "--mode", mode)
     v, m = run["verify"], run["messages"]
     assert "Traceback" not in stderr
     assert run["idempotence"]["enabled"] is True
     assert v["missing"] == 0 and v["duplicated"] == 0 and v["out_of_order"] == 0, v
     assert m["acknowledged"] > 0
-    assert proc.returncode == (3 if m["failed"] + m["unknown"] else 0), stderr
+    assert returncode == (3 if m["failed"] + m["unknown"] else 0), stderr
     assert "--verify" in stdout

@@ -9,8 +9,6 @@ leader killed mid-run, with idempotence, loses, duplicates and reorders nothing.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from producer_core.config import build_settings
@@ -86,36 +84,15 @@ def test_a_leader_kill_loses_and_duplicates_nothing_with_idempotence(kafka_clust
     (test_faults_verify.py): SIGKILL the leader of partition 0 of a 3-replica topic mid-run;
     with acks=all and idempotence (kbatch's defaults), --verify finds no loss, no duplicate
     and nothing out of order."""
-    from tests.integration.test_faults_verify import (
-        create_replicated_topic,
-        finish,
-        kbatch_produce,
-        leader_of,
-        outcome,
-        wait_until_written,
-    )
+    from tests.integration.test_faults_verify import run_with_leader_killed
 
-    topic = fresh_topic("rdk-broker-leader")
-    bootstrap = kafka_cluster.bootstrap
-    asyncio.run(create_replicated_topic(bootstrap, topic))
-    json_path = tmp_path / "run.json"
-    proc, began = kbatch_produce(bootstrap, topic, json_path, "--mode", MODE,
-                                 "-X", "broker.linger.ms=50", duration_s=8)
-    leader = asyncio.run(leader_of(bootstrap, topic, 0))
-    try:
-        wait_until_written(bootstrap, topic)
-        kafka_cluster.kill_node(leader)
-        stdout, stderr, _ = finish(proc, began)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        kafka_cluster.start_node(leader)  # the session's cluster: leave it whole
-    result = outcome(json_path)
+    result, stdout, stderr, returncode = run_with_leader_killed(
+        kafka_cluster, fresh_topic("rdk-broker-leader"), tmp_path / "run.json",
+        "--mode", MODE, "-X", "broker.linger.ms=50")
     v, m = result["verify"], result["messages"]
     assert "Traceback" not in stderr
     assert result["mode"] == MODE and result["idempotence"]["enabled"] is True
     assert v["missing"] == 0 and v["duplicated"] == 0 and v["out_of_order"] == 0, v
     assert m["acknowledged"] > 0
-    assert proc.returncode == (3 if m["failed"] + m["unknown"] else 0), stderr
+    assert returncode == (3 if m["failed"] + m["unknown"] else 0), stderr
     assert "--verify" in stdout
