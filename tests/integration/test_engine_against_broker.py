@@ -97,10 +97,10 @@ def test_generator_passes_are_paced_and_every_message_still_lands(tansu_broker, 
     passes = 0
     original = Generator.generate
 
-    def counted(self, now):
+    def counted(self, now, limit=None):
         nonlocal passes
         passes += 1
-        return original(self, now)
+        return original(self, now, limit)
 
     monkeypatch.setattr(Generator, "generate", counted)
 

@@ -286,6 +286,31 @@ def test_java_memory_counts_whole_batches_until_their_response():
     assert memory.used(queued_batches=2) == 4 * 16384
 
 
+def test_a_send_waits_only_when_its_record_needs_a_new_batch_and_none_fits():
+    from producer_core.engine.core.memory import appendable
+
+    room = {0: 500, 1: 70}  # slot 2 has no open batch
+    # records into open batches need no memory; slot 1's second record does not fit
+    assert appendable([0, 0, 1], [100, 100, 30], room.get, 1024, free_batches=0) == 3
+    assert appendable([0, 1, 1], [100, 30, 50], room.get, 1024, free_batches=0) == 2
+    # a new batch per allocation left; the record after the last allocation waits
+    assert appendable([2, 1, 1, 2, 0], [100, 30, 30, 100, 100], room.get, 1024,
+                      free_batches=1) == 5
+    assert appendable([2, 1, 1, 3, 0], [100, 30, 30, 100, 100], room.get, 1024,
+                      free_batches=1) == 3
+    # a record that fills its new batch: the next one for that slot needs another
+    assert appendable([2, 2], [900, 200], room.get, 1024, free_batches=1) == 1
+    assert appendable([], [], room.get, 1024, free_batches=0) == 0
+
+
+def test_java_memory_counts_free_allocations():
+    memory = BatchMemory(limit=4 * 16384, batch_bytes=16384)
+    assert memory.free(queued_batches=1) == 3
+    memory.held = 3
+    assert memory.free(queued_batches=1) == 0 and memory.exhausted(queued_batches=1)
+    assert memory.free(queued_batches=5) == 0  # over the limit (a record above batch.size)
+
+
 def test_java_refuses_batch_size_above_buffer_memory():
     with pytest.raises(ConfigError, match="buffer.memory"):
         build_settings({"batch.size": "65536", "buffer.memory": "32768"}, mode="java")

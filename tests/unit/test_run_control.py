@@ -135,9 +135,9 @@ def _passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls = [0]
     original = Generator.generate
 
-    def counted(self: Generator, now: float) -> int:
+    def counted(self: Generator, now: float, limit: int | None = None) -> int:
         calls[0] += 1
-        return original(self, now)
+        return original(self, now, limit)
 
     monkeypatch.setattr(Generator, "generate", counted)
     return calls
@@ -205,9 +205,9 @@ def test_a_pass_that_falls_behind_the_schedule_yields_instead_of_sleeping(
     passes = _passes(monkeypatch)
     original = Generator.generate
 
-    def slow(self: Generator, now: float) -> int:
+    def slow(self: Generator, now: float, limit: int | None = None) -> int:
         shell.now += 0.003
-        return original(self, now)
+        return original(self, now, limit)
 
     monkeypatch.setattr(Generator, "generate", slow)
     shell.open()
@@ -248,6 +248,38 @@ def test_blocked_on_memory_the_generator_wakes_at_max_block_ms_and_fails_one_mes
     for now, wake in blocked_wakes[:-1]:
         assert wake == pytest.approx(now + 0.02, abs=0.0011)  # not at every due message
     assert m.messages_generated == 4 + m.failed_reasons[MAX_BLOCK_REASON]
+
+
+def test_mode_java_waits_only_for_a_message_that_needs_a_new_batch() -> None:
+    # Java's send() blocks in BufferPool.allocate only when its record needs a new batch:
+    # with memory for 4 batches, one open batch per partition and a long linger, records
+    # keep going into the open batches until one is full (issue 42: blocking every send
+    # once memory was used up blocked a generator whose records all had room)
+    shell = Shell(Workload(topic="t", partitions=4, rate=1000, duration_s=0.1),
+                  {"linger.ms": "1000", "batch.size": "1024", "buffer.memory": "4096",
+                   "max.block.ms": "60000", "request.timeout.ms": "5000",
+                   "delivery.timeout.ms": "10000"}, mode="java", answer=False)
+    first_blocked: list[tuple[float, int]] = []
+    original = shell.blocked.wait
+
+    def wait(now: float, waiting: int) -> int:
+        if not first_blocked:
+            first_blocked.append((now, shell.metrics.messages_generated))
+        return original(now, waiting)
+
+    shell.blocked.wait = wait  # type: ignore[method-assign]
+    shell.run(stop_at=START + 0.1)
+    assert first_blocked, "memory for 4 batches never ran out"
+    blocked_at, appended = first_blocked[0]
+    # the four batches (one per partition, round robin) filled up before anything waited:
+    # the record that waited was the first to need a fifth batch (blocking every send once
+    # memory was used up had the fifth message wait)
+    sends = [c for _, c in shell.log if isinstance(c, Send)]
+    per_batch = 1024 // 120  # 100-byte values and their record framing: 8 a batch
+    assert appended == 4 * per_batch
+    assert blocked_at == pytest.approx(START + appended / 1000, abs=0.0011)
+    # then Java treats every batch as ready while a send() waits: all four go out
+    assert sum(len(parts) for c in sends for _, parts in c.topics) == 4
 
 
 def test_the_generator_waits_while_a_transaction_ends() -> None:

@@ -496,6 +496,14 @@ class Accumulator:
     def has_data(self, slot: int) -> bool:
         return bool(self.queues[slot])
 
+    def open_room(self, slot: int) -> int | None:
+        """Bytes the slot's open batch can still take (a record fits when it is smaller:
+        both builders refuse one that would reach `batch_size`); None without one."""
+        queue = self.queues[slot]
+        if not queue or queue[-1].closed:
+            return None
+        return self.batch_size - queue[-1].size_bytes()
+
     def slot_bytes(self, slot: int) -> int:
         """Record bytes of every batch queued in `slot` (0 when it has none)."""
         queue = self.queues[slot]

@@ -11,6 +11,9 @@ Pure: no clock, no I/O; times come in as arguments (seconds).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+from producer_core.engine.core.record_batch import HEADER_SIZE
 from producer_core.results.metrics import RunMetrics
 
 MAX_BLOCK_REASON = "max.block.ms (buffer.memory exhausted)"
@@ -93,4 +96,40 @@ class BatchMemory:
         return (queued_batches + self.held) * self.batch_bytes
 
     def exhausted(self, queued_batches: int) -> bool:
-        return self.used(queued_batches) + self.batch_bytes > self.limit
+        return self.free(queued_batches) == 0
+
+    def free(self, queued_batches: int) -> int:
+        """New batches that still fit (each takes a whole allocation)."""
+        return max(0, (self.limit - self.used(queued_batches)) // self.batch_bytes)
+
+
+RECORD_OVERHEAD_MAX = 25
+"""Most bytes a v2 record adds to its key, value and headers: its length, attributes,
+timestamp and offset deltas and the field lengths, as varints (an upper bound)."""
+
+
+def appendable(slots: Sequence[int], record_bytes: Sequence[int],
+               open_room: Callable[[int], int | None], batch_size: int,
+               free_batches: int) -> int:
+    """How many of these records, in order, Java's `send()` appends before one blocks.
+
+    A record goes into its partition's open batch while it fits there and needs no memory;
+    one that does not fit needs a new batch, a whole allocation of `buffer.memory`
+    (BufferPool `allocate`), and with none of the `free_batches` left, that `send()`
+    blocks and every later record waits behind it. Blocking on any record once memory is
+    used up would stop a generator whose next records all have room in open batches.
+    `record_bytes` are upper bounds, so a record near a full batch may count as needing a
+    new one. `open_room(slot)`: the bytes the slot's open batch can still take (a record
+    fits when it is smaller), None when the slot has no open batch.
+    """
+    left: dict[int, int] = {}
+    for index, (slot, size) in enumerate(zip(slots, record_bytes, strict=True)):
+        space = left[slot] if slot in left else open_room(slot)
+        if space is not None and size < space:
+            left[slot] = space - size
+            continue
+        if free_batches == 0:
+            return index
+        free_batches -= 1
+        left[slot] = batch_size - HEADER_SIZE - size  # the first record always fits
+    return len(slots)

@@ -202,6 +202,13 @@ class Producer:
             return self.batch_memory.exhausted(accumulator.queued_batches)
         return accumulator.queued_bytes >= self.buffer_memory
 
+    def free_batches(self) -> int | None:
+        """Mode java: how many new batches `buffer.memory` still holds (None: the other
+        modes count bytes, and any message waits once they are used up)."""
+        if self.batch_memory is None:
+            return None
+        return self.batch_memory.free(self.accumulator.queued_batches)
+
     @property
     def idle(self) -> bool:
         """Nothing queued and nothing awaiting an outcome."""

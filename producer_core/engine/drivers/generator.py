@@ -20,6 +20,7 @@ import numpy as np
 
 from producer_core.engine.core.accumulator import BATCH_FILLED, BULK_MIN_RECORDS, Accumulator
 from producer_core.engine.core.linger.base import Admission, AppendListener
+from producer_core.engine.core.memory import RECORD_OVERHEAD_MAX
 from producer_core.results.metrics import RunMetrics, TopicMetrics
 from producer_core.workload.closed_loop import ClosedLoopSchedule
 from producer_core.workload.message_source import TopicSource, make_schedule, scheduled_total
@@ -164,10 +165,51 @@ class Generator:
                 self.metrics.messages_generated += take
                 count -= take
 
-    def generate(self, now: float) -> int:
-        """Append every due message; returns how many were appended."""
+    def due_records(self, now: float) -> tuple[list[int], list[int]] | None:
+        """The due messages' slots and record sizes (upper bounds: `RECORD_OVERHEAD_MAX`
+        over key, value and headers), in the order `generate` appends them, or None when
+        they cannot be known without drawing them: a policy that admits and places
+        messages (bruce), a partitioner other than round robin or a key table, keys
+        drawn at random, values of varying size."""
+        if self._admission is not None:
+            return None
+        counts = self._counts_for(now)
+        self._counted = (now, counts)  # `generate` at this `now` uses them again
+        slots: list[int] = []
+        sizes: list[int] = []
+        for topic, due in zip(self.topics, counts, strict=True):
+            if not due:
+                continue
+            source, partitioner = topic.source, topic.partitioner
+            fixed = source.fixed_size
+            if fixed is None:
+                return None
+            seqs = range(topic.sequence, topic.sequence + due)
+            base = fixed + source.header_bytes + RECORD_OVERHEAD_MAX
+            if source.spec.keys.kind == "none":
+                if partitioner.keyless is not None:
+                    return None
+                first, partitions = topic.first_slot, topic.spec.partitions
+                slots.extend(first + seq % partitions for seq in seqs)
+                sizes.extend([base] * due)
+            else:
+                key_indexes = source.key_indexes(seqs) if source.spec.keys.kind not in (
+                    "uniform", "zipf") else None
+                if (key_indexes is None or partitioner.keyed is not None
+                        or partitioner.random_keys):
+                    return None
+                table, keys = partitioner.key_partitions, source.keys
+                slots.extend(topic.first_slot + table[k] for k in key_indexes)
+                sizes.extend(base + len(keys[k]) for k in key_indexes)
+        return slots, sizes
+
+    def generate(self, now: float, limit: int | None = None) -> int:
+        """Append the due messages (the first `limit` of them, topic by topic, when
+        given); returns how many were appended."""
         appended = 0
         counts = self._counts_for(now)
+        if limit is not None:
+            counts = _first(counts, limit)
         if not any(counts):
             return 0
         timestamp_ms = int(time.time() * 1000)
@@ -280,6 +322,16 @@ class Generator:
                    if not isinstance(t.schedule, Unthrottled)]
         due = [o for o in offsets if o is not None]
         return self.start + min(due) if due else None
+
+
+def _first(counts: list[int], limit: int) -> list[int]:
+    """Per-topic counts cut to the first `limit` messages, topic by topic."""
+    cut = []
+    for count in counts:
+        take = min(count, limit)
+        cut.append(take)
+        limit -= take
+    return cut
 
 
 class ClientBatching:

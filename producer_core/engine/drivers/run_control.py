@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 
 from producer_core.engine.core.events import Command, Send, SendInputs, Stop
-from producer_core.engine.core.memory import BlockedGenerator
+from producer_core.engine.core.memory import BlockedGenerator, appendable
 from producer_core.engine.core.producer import Producer
 from producer_core.engine.drivers.generator import Generator
 from producer_core.engine.drivers.run_types import INTERRUPTED
@@ -134,16 +134,16 @@ class RunControl:
         paced = now < self._next_pass_at  # woken early by an event: send, do not append
         due = 0 if paced else generator.due(now)
         if not paced:
-            exhausted = due > 0 and producer.memory_full()
+            appendable = self._appendable(now, due)
+            if appendable:
+                blocked.release(now)
+                generator.generate(now, appendable)
+            exhausted = appendable < due
             if exhausted:  # wait for memory; a message that waited max.block.ms fails
-                failed = blocked.wait(now, due)
+                failed = blocked.wait(now, due - appendable)
                 if failed:
                     generator.skip(failed, now, "max.block.ms")
-            elif due > 0:
-                blocked.release(now)
             self.inputs.memory_exhausted = exhausted
-            if due > 0 and not exhausted:
-                generator.generate(now)
         if producer.txn is not None:
             self._raise_fatal()
             self.execute(producer.track_partitions())
@@ -164,13 +164,35 @@ class RunControl:
             return None
         return self._pace(now, due, any(isinstance(c, Send) for c in sends), paced)
 
+    def _appendable(self, now: float, due: int) -> int:
+        """How many of the `due` messages can be appended before one waits for memory.
+
+        Mode java counts Java's allocations: a message waits only when it needs a new batch
+        and none fits (`appendable`); where the generator cannot tell the messages'
+        partitions in advance, the whole pass waits once no new batch fits. The other
+        modes count bytes: once they are used up, every message waits."""
+        if due == 0:
+            return 0
+        producer = self.producer
+        free = producer.free_batches()
+        if free is None:
+            return 0 if producer.memory_full() else due
+        if free >= due:  # even one new batch per message fits
+            return due
+        records = self.generator.due_records(now)
+        if records is None:
+            return due if free else 0
+        accumulator = producer.accumulator
+        return appendable(*records, accumulator.open_room, accumulator.batch_size, free)
+
     def _pace(self, now: float, due: int, sent: bool, paced: bool) -> Turn | None:
         """When the next pass runs: at once (behind the schedule, or unthrottled), after
         the pass interval (small passes), at the next due message, policy or request
         deadline, or, blocked on memory, when max.block.ms runs out. `paced`: this turn
         came before the interval was over and made no pass: the interval stands."""
         producer, generator, blocked = self.producer, self.generator, self.blocked
-        memory_full = producer.memory_full()
+        waiting = generator.due(now) if blocked.blocked else 0
+        memory_full = waiting > 0 and self._appendable(now, waiting) == 0
         next_due = generator.next_due()
         if not paced:
             small = due < SMALL_PASS_MESSAGES
