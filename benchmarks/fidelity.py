@@ -20,12 +20,16 @@ default, or a value). For each pair of `producer_core.engine.drivers.kafka_java.
   the bounds of `fidelity.py` (5%; 10% or 2 ms). These follow the machine's timing: run
   them on a quiet machine.
 
+The Go clients (`--clients franz-go,sarama,kafka-go`) are compared with their nearest
+emulation by whole runs only: their drivers record no per-request trace.
+
 100-byte keyless values, fresh topics (on Tansu a broker per run), `-X acks=all` on both
 sides. The first `--warmup` seconds are left out of latency on both sides.
 
     python benchmarks/fidelity.py [--brokers tansu,kafka] [--partitions 16,1000]
         [--rates 2000,20000] [--windows 5,100,500] [--batch-sizes default,1048576]
-        [--pairs java,partition] [--seconds 10] [--warmup 2] [--replay-only]
+        [--pairs java,partition] [--clients kafka-java,librdkafka] [--seconds 10]
+        [--warmup 2] [--replay-only]
         [--save-trace DIR] [--json PATH]
     python benchmarks/fidelity.py --replay-saved DIR   # replay saved traces again
 """
@@ -223,6 +227,9 @@ def main() -> None:
     parser.add_argument("--batch-sizes", default="default,1048576")
     parser.add_argument("--pairs", default="java,partition",
                         help="emulation modes whose pairs to run")
+    parser.add_argument("--clients", default="kafka-java,librdkafka",
+                        help="real clients whose pairs to run (with --pairs): also "
+                        "franz-go, sarama, kafka-go (whole runs only; they need Go)")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--replay-only", action="store_true",
@@ -235,7 +242,8 @@ def main() -> None:
     if args.replay_saved:
         replay_saved(Path(args.replay_saved))
         return
-    pairs = [p for p in PAIRS if p[0] in args.pairs.split(",")]
+    pairs = [p for p in PAIRS if p[0] in args.pairs.split(",")
+             and p[2] in args.clients.split(",")]
     if args.replay_only:
         pairs = [p for p in pairs if p[2] in TRACED]
     results = []

@@ -2,7 +2,12 @@
 `benchmarks/fidelity.py` and by the integration tests that guard the emulation.
 
 Pairs: mode `java` against `kafka-java` (the Java producer), and mode `partition` with
-``produce.request.max.partitions=1`` against `librdkafka`. Bounds (issue #18): requests
+``produce.request.max.partitions=1`` against `librdkafka`; and, compared by whole runs only
+(their drivers record no per-request trace), the Go clients against their nearest
+emulation (docs/findings/go-clients.md): franz-go against `java` (a request carries every
+partition of the node with records once one is ready), sarama against `broker` (a flush
+per broker on a timer) and kafka-go against `partition` with one partition per request and
+no idempotence (kafka-go has none). Bounds (issue #18): requests
 sent and messages per request within 5%, latency p50 and p99 within 10% or 2 ms,
 whichever is looser.
 """
@@ -15,6 +20,10 @@ from typing import Any
 PAIRS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("java", (), "kafka-java"),
     ("partition", ("produce.request.max.partitions=1",), "librdkafka"),
+    ("java", (), "franz-go"),
+    ("broker", (), "sarama"),
+    ("partition", ("produce.request.max.partitions=1", "enable.idempotence=false"),
+     "kafka-go"),
 )
 """(emulation mode, its extra -X settings, the real client's mode)."""
 
