@@ -86,11 +86,9 @@ def summary_table(result: dict[str, Any]) -> Table:
                      f"{priming['seconds']:,.1f}"))
     for name, value in rows:
         table.add_row(name, value)
-    blocked = result.get("generator_blocked") or {}
-    if blocked.get("episodes"):
-        table.add_row("generator blocked on memory total / max ms (times)",
-                      f"{_ms(blocked['total_ms'])} / {_ms(blocked['max_ms'])} "
-                      f"({blocked['episodes']:,})")
+    blocked = blocked_row(result)
+    if blocked is not None:
+        table.add_row(*blocked)
     reasons = {k: v for k, v in msgs["failed_reasons"].items() if k != NOT_SENT}
     if reasons:
         table.add_row("failure reasons (not written)", ", ".join(
@@ -114,6 +112,20 @@ def summary_table(result: dict[str, Any]) -> Table:
     if result.get("complete") is False:
         table.add_row("complete", "no: stopped before its end")
     return table
+
+
+def blocked_row(result: dict[str, Any]) -> tuple[str, str] | None:
+    """The time the generator waited for memory, if it did: the engine counts each wait,
+    the Java producer only its total (`bufferpool-wait-time-ns-total`)."""
+    blocked = result.get("generator_blocked") or {}
+    if blocked.get("episodes"):
+        return ("generator blocked on memory total / max ms (times)",
+                f"{_ms(blocked['total_ms'])} / {_ms(blocked['max_ms'])} "
+                f"({blocked['episodes']:,})")
+    if blocked.get("total_ms"):
+        return "generator blocked on memory total ms (the client's count)", _ms(
+            blocked["total_ms"])
+    return None
 
 
 def collector_text(result: dict[str, Any]) -> str | None:

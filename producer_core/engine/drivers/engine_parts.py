@@ -17,7 +17,11 @@ from producer_core.engine.core.producer import Producer, ProducerConfig
 from producer_core.engine.core.sender import Sender, SenderConfig
 from producer_core.engine.core.transactions import TransactionConfig, Transactions
 from producer_core.engine.drivers.generator import Generator
-from producer_core.engine.drivers.run_checks import largest_record, run_warnings
+from producer_core.engine.drivers.run_checks import (
+    batch_pool_advice,
+    largest_record,
+    run_warnings,
+)
 from producer_core.engine.modes import make_policy
 from producer_core.engine.modes import mode as mode_spec
 from producer_core.results.metrics import Results, RunMetrics, Section
@@ -94,6 +98,10 @@ def engine_results(producer: Producer, mode: str, workload: Workload,
     coordinator requests sent, retries included)."""
     metrics = producer.ledger.metrics
     warnings = run_warnings(metrics, workload, "buffer.memory")
+    if producer.batch_memory is not None:  # mode java: Java's BufferPool
+        advice = batch_pool_advice(metrics, workload, settings["buffer.memory"],
+                                   settings.batch_size)
+        warnings.extend([advice] if advice else [])
     warnings.extend(settings.warnings)
     state = producer.sender.id
     metrics.idempotence = {

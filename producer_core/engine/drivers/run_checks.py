@@ -57,11 +57,41 @@ def run_warnings(metrics: RunMetrics, workload: Workload, blocked_on: str) -> li
     if metrics.messages_unknown:
         warnings.append(f"{metrics.messages_unknown} messages have an unknown outcome (they "
                         f"may have been written): {dict(metrics.unknown_reasons)}.")
-    if metrics.blocked_episodes:
+    if metrics.blocked_episodes or metrics.blocked_s > 0:
+        how = (f"{metrics.blocked_episodes} times, longest {metrics.blocked_max_s * 1000:.1f} ms"
+               if metrics.blocked_episodes else "the client's own count")
         warnings.append(
             f"The generator was blocked on {blocked_on} for {metrics.blocked_s * 1000:.1f} ms "
-            f"in total ({metrics.blocked_episodes} times, longest "
-            f"{metrics.blocked_max_s * 1000:.1f} ms): every message due meanwhile was delayed "
-            "by it."
+            f"in total ({how}): every message due meanwhile was delayed by it."
         )
     return warnings
+
+
+def batch_pool_advice(metrics: RunMetrics, workload: Workload, buffer_memory: int,
+                      batch_size: int) -> str | None:
+    """Why a Java-style producer that waited for memory may have sent one record a batch.
+
+    The Java producer's BufferPool gives every batch `batch.size` bytes, whatever it holds.
+    Once a send() waits, every batch is ready, so after that each freed allocation comes
+    back as a new batch of one record until every partition has an open batch again
+    (docs/findings/fidelity.md, "the one-record trap"). With room for fewer than
+    `TRAP_BATCHES_PER_PARTITION` batches per partition that is likely; say so, with the fix.
+    """
+    if not (metrics.blocked_episodes or metrics.blocked_s > 0) or batch_size <= 0:
+        return None
+    partitions = sum(spec.partitions for spec in workload.topic_specs())
+    batches = buffer_memory // batch_size
+    if batches >= TRAP_BATCHES_PER_PARTITION * partitions:
+        return None
+    return (
+        f"buffer.memory={buffer_memory} holds {batches:,} batches of batch.size={batch_size}, "
+        f"{batches / partitions:.1f} per partition for {partitions:,} partitions. Every batch "
+        "takes batch.size of it however few records it holds, and once a send() waits every "
+        "batch is sent: the next ones may hold one record each until every partition has a "
+        "batch again. Raise buffer.memory or lower batch.size to keep batching."
+    )
+
+
+TRAP_BATCHES_PER_PARTITION = 3
+"""Room for fewer batches a partition than this: one batch lingering and one in flight
+per partition leave almost none for the next."""

@@ -29,7 +29,7 @@ from producer_core.engine.drivers.client_pipe.run import NO_CALLBACK, PipeRun
 from producer_core.engine.drivers.client_thread import run_in_thread
 from producer_core.engine.drivers.kafka_java import cluster_check, protocol
 from producer_core.engine.drivers.kafka_java.driver import Driver, build_source, prepare
-from producer_core.engine.drivers.run_checks import check_message_fits
+from producer_core.engine.drivers.run_checks import batch_pool_advice, check_message_fits
 from producer_core.engine.drivers.run_types import Delivery, Progress, RunCall, run_driver
 from producer_core.engine.modes.kafka_java_settings import JAVA_NAMES, java_properties
 from producer_core.engine.modes.versions import parse_label
@@ -189,8 +189,10 @@ class KafkaJavaRun(PipeRun):
                                                       0.0) / 1e9
 
     def run_notes(self) -> list[str]:
-        # as every driver: "not used by this mode"
-        return [*self.broker_warnings, *self.settings.warnings]
+        # as every driver: "not used by this mode"; and, blocked, what Java's BufferPool did
+        advice = batch_pool_advice(self.metrics, self.workload, self.settings["buffer.memory"],
+                                   self.settings.batch_size)
+        return [*([advice] if advice else []), *self.broker_warnings, *self.settings.warnings]
 
     def extra_warnings(self, result: dict[str, Any]) -> list[str]:
         if result.get("interception") != "sender-client":
