@@ -282,6 +282,34 @@ def test_mode_java_waits_only_for_a_message_that_needs_a_new_batch() -> None:
     assert sum(len(parts) for c in sends for _, parts in c.topics) == 4
 
 
+@pytest.mark.parametrize("keys", ["none", "sequential"])
+def test_the_partitions_predicted_for_memory_are_the_ones_appended_to(keys: str) -> None:
+    # mode java decides which due messages wait for memory from their partitions before
+    # appending them: round robin and a key table are known in advance, and the
+    # prediction must be the partitioner's own choice
+    from producer_core.workload.workload import KeySpec, RateSpec, TopicSpec
+
+    key_count = 7 if keys != "none" else 0
+    topics = (TopicSpec("a", 5, RateSpec(rate=3000.0), KeySpec(keys, key_count)),
+              TopicSpec("b", 3, RateSpec(rate=1000.0)))
+    shell = Shell(Workload(topics=topics, duration_s=0.05), {"linger.ms": "1000"}, mode="java")
+    shell.open()
+    shell.control.begin(START)
+    generator, accumulator = shell.control.generator, shell.producer.accumulator
+    now = START + 0.02
+    predicted = generator.due_records(now)
+    assert predicted is not None
+    slots, sizes = predicted
+    assert len(slots) == generator.due(now) == 80 and all(size > 100 for size in sizes)
+    generator.generate(now)
+    appended = {message_id: slot for slot in range(len(accumulator.slots))
+                for batch in accumulator.queues[slot] for message_id in batch.ids}
+    # ids grow topic by topic, message by message: the order generate appends in
+    assert [appended[i] for i in sorted(appended)] == slots
+    # a pass cut to the first 25 appends exactly those
+    assert generator.generate(START + 0.03, limit=25) == 25
+
+
 def test_the_generator_waits_while_a_transaction_ends() -> None:
     shell = Shell(Workload(topic="t", partitions=4, rate=2000, duration_s=0.3),
                   {"linger.ms": "2", "transactional.id": "tx",
