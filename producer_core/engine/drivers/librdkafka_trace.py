@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from producer_core.engine.modes.partition import IDEMPOTENT_MAX_INFLIGHT_MESSAGES
 from producer_core.results.client_trace import ClientTrace, TracedPart, TracedRequest
 
 DEBUG_CONTEXTS = "msg,protocol"
@@ -55,10 +56,14 @@ KBATCH_MAX_IN_FLIGHT = 1000
 """librdkafka's defaults (CONFIGURATION.md); with idempotence it caps in-flight at 5."""
 
 
+def _idempotent(config: dict[str, Any]) -> bool:
+    return str(config.get("enable.idempotence", "false")).lower() == "true"
+
+
 def client_in_flight(config: dict[str, Any]) -> int:
     """librdkafka's limit of requests in flight per connection for this configuration."""
     in_flight = int(config.get("max.in.flight.requests.per.connection", LIBRDKAFKA_IN_FLIGHT))
-    if str(config.get("enable.idempotence", "false")).lower() == "true":
+    if _idempotent(config):
         in_flight = min(in_flight, IDEMPOTENT_IN_FLIGHT)
     return in_flight
 
@@ -73,12 +78,28 @@ def trace_settings(config: dict[str, Any], linger_ms: float) -> dict[str, str]:
     settings = {"linger.ms": f"{linger_ms:g}",
                 "batch.size": str(config.get("batch.size", LIBRDKAFKA_BATCH_BYTES)),
                 "max.in.flight.requests.per.connection": str(in_flight),
-                # (idempotence does not change which partitions go when, and kbatch caps
-                # an idempotent producer's in-flight at 5)
-                "enable.idempotence": "false"}
+                # kbatch caps an idempotent producer's requests in flight at 5, so the
+                # connection's limit above goes without idempotence; what idempotence
+                # changes in librdkafka's decisions is each partition's cap of messages
+                # in flight (`rd_kafka_toppar_producer_serve`), which mode partition takes
+                "enable.idempotence": "false",
+                "partition.max.inflight.messages": str(
+                    IDEMPOTENT_MAX_INFLIGHT_MESSAGES if _idempotent(config) else 0)}
     if "acks" in config:
         settings["acks"] = str(config["acks"])
     return settings
+
+def replay_settings(settings: dict[str, str]) -> dict[str, str]:
+    """A trace's settings for a replay; traces recorded before they named the partition
+    cap get it from the connection's limit: 6 (idempotence's 5, plus the request built
+    ahead) was an idempotent client's, kbatch's default."""
+    if "partition.max.inflight.messages" in settings:
+        return settings
+    in_flight = settings.get("max.in.flight.requests.per.connection")
+    idempotent = in_flight == str(IDEMPOTENT_IN_FLIGHT + 1)
+    return {**settings, "partition.max.inflight.messages":
+            str(IDEMPOTENT_MAX_INFLIGHT_MESSAGES if idempotent else 0)}
+
 
 _BROKER = r"(?P<name>\S+)/(?P<node>-?\d+): "
 _PRODUCE = re.compile(
