@@ -277,3 +277,17 @@ def test_mode_partition_caps_messages_in_flight_as_librdkafka_with_idempotence(g
     acc = Accumulator([TopicPartition("t", 0)], 16384)
     policy = make_policy("partition", acc, [1], settings, ())
     assert policy.max_inflight_messages == cap
+
+
+def test_requests_given_up_unanswered_release_their_partitions():
+    # a closed connection or a request timeout: the engine answers nothing, but once every
+    # slot of the broker is free nothing of it is in flight, and the partition goes again
+    acc = Accumulator([TopicPartition("t", 0)], 16384)
+    policy = PartitionLinger(acc, [1], RequestLimits(1 << 20, 1), 0.005,
+                             max_inflight_messages=5, connection_slots=5)
+    for i in range(6):
+        append(acc, policy, 0, now=0.0, message_id=i)
+    policy.poll(0.006, PollContext({1: 5}))
+    append(acc, policy, 0, now=0.007, message_id=10)
+    assert policy.poll(0.012, PollContext({1: 4})) == []
+    assert sent_slots(policy.poll(0.013, PollContext({1: 5}))) == [[0]]

@@ -41,7 +41,7 @@ def partition_policy(accumulator: QueueView, leaders: list[int], limits: Request
                      ) -> PartitionLinger:
     from producer_core.engine.core.linger.partition_policy import PartitionLinger
     return PartitionLinger(accumulator, leaders, limits, settings.linger_s,
-                           max_inflight_messages(settings))
+                           max_inflight_messages(settings), settings.max_in_flight)
 
 
 def no_linger_policy(accumulator: QueueView, leaders: list[int], limits: RequestLimits,

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import chain, islice
 
 from producer_core.engine.core.accumulator import (
@@ -70,6 +70,7 @@ class PartitionLinger(LingerPolicy):
         limits: RequestLimits,
         linger_s: float,
         max_inflight_messages: int | None = None,
+        connection_slots: int | None = None,
     ) -> None:
         super().__init__(accumulator, leaders, limits)
         self.linger_s = linger_s
@@ -80,6 +81,10 @@ class PartitionLinger(LingerPolicy):
         """slot -> its messages in requests not answered yet (`rktp_msgs_inflight`)."""
         self._outstanding: dict[int, deque[tuple[tuple[int, int], ...]]] = {}
         """broker -> its unanswered requests, oldest first: (slot, records) per partition."""
+        self.connection_slots = connection_slots
+        """`max.in.flight.requests.per.connection`: a broker with that many slots free has
+        nothing in flight, whatever was given up unanswered (a closed connection, a
+        request timeout): its requests no longer hold their partitions."""
         self._deadlines = HeadDeadlines(accumulator, linger_s)
         self._ready: dict[int, list[int]] = {}
         """broker -> its ready slots, in slot order (the round robin's circle)."""
@@ -168,6 +173,22 @@ class PartitionLinger(LingerPolicy):
         for slot, records in parts:
             inflight[slot] = inflight.get(slot, 0) + records
 
+    def _forget_given_up(self, free_slots: Mapping[int, int]) -> None:
+        """Requests the engine gave up get no response: once a broker has every slot free,
+        nothing of it is in flight."""
+        if self.connection_slots is None:
+            return
+        for broker, queue in self._outstanding.items():
+            if queue and free_slots.get(broker, 0) >= self.connection_slots:
+                for parts in queue:
+                    for slot, records in parts:
+                        left = self._inflight.get(slot, 0) - records
+                        if left > 0:
+                            self._inflight[slot] = left
+                        else:
+                            self._inflight.pop(slot, None)
+                queue.clear()
+
     def set_in_flight(self, broker: int, parts: tuple[tuple[int, int], ...]) -> None:
         """A request the policy did not build is in flight (a trace replay's rebuild)."""
         self._sent(broker, parts)
@@ -223,6 +244,8 @@ class PartitionLinger(LingerPolicy):
         free_slots = context.free_slots
         self._expire(now)
         plans: list[RequestPlan] = []
+        if self._outstanding:
+            self._forget_given_up(free_slots)
         for broker, ready in self._ready.items():
             free = free_slots.get(broker, 0)
             while ready and free > 0:  # one loop of the broker's thread per request
