@@ -33,6 +33,7 @@ each time as the producer did.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -596,8 +597,12 @@ def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
     next_message, requests, records = 0, 0, 0
     total = len(trace.slots)
     last_answer: dict[int, float] = {}
+    whole_ms = trace.client == "librdkafka"
+    last_loop = times[0] if times else 0.0  # when the thread last looked
     while True:
         wake = policy.next_wakeup()
+        if whole_ms and wake is not None and wake > last_loop:
+            wake = _whole_ms_after(last_loop, wake)
         candidates = [t for t in (times[next_message] if next_message < total else None,
                                   wake, min(in_flight)[0] if in_flight else None)
                       if t is not None]
@@ -605,10 +610,15 @@ def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
         if not candidates and not (flushing and state.accumulator.queued_records):
             break
         now = min(candidates) if candidates else times[-1]
+        if now == wake:
+            last_loop = now
         while next_message < total and times[next_message] <= now:
+            if not state.accumulator.has_data(trace.slots[next_message]):
+                last_loop = now  # a partition's first message wakes the thread
             state._append(next_message)
             next_message += 1
         for answered, broker in [x for x in in_flight if x[0] <= now]:
+            last_loop = now
             in_flight.remove((answered, broker))
             free[broker] += 1
             policy.on_response(broker, 0.0, now, 0, False)
@@ -637,6 +647,14 @@ def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
                     records += sum(b.record_count for b in plan.batches)
     return FreeRun(requests, records, len(trace.requests),
                    sum(r.records for r in trace.requests))
+
+
+def _whole_ms_after(looked: float, deadline: float) -> float:
+    """When librdkafka's broker thread, which last looked at `looked`, wakes for
+    `deadline`: it waits on its socket with the time left rounded up to a whole
+    millisecond (`rd_kafka_transport_io_serve` with `rd_timeout_ms`: `+ 999`), so it
+    wakes up to a millisecond late unless something else wakes it first."""
+    return looked + math.ceil(round((deadline - looked) * 1000, 6)) / 1000
 
 
 def settings_from_trace(trace: ClientTrace, mode: str,

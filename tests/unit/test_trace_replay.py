@@ -389,3 +389,21 @@ def test_the_free_run_holds_a_partition_until_its_messages_are_answered() -> Non
     # without the cap a request every linger (5 ms), in flight 4 at a time
     assert requests["0"] >= 15
     assert requests["-1"] <= 6
+
+
+@pytest.mark.parametrize(("client", "requests"), [("librdkafka", 2), ("kafka-java", 3)])
+def test_the_free_run_wakes_librdkafkas_thread_on_whole_milliseconds(
+        client: str, requests: int) -> None:
+    # partition 0's message at 0 is due at 5 ms; partition 1's first message at 2.5 ms
+    # wakes librdkafka's thread, which then sleeps ceil(2.5) = 3 ms: it looks at 5.5 ms,
+    # and partition 0's second message (5.3 ms) rides along. A thread that wakes at the
+    # deadline sends partition 0 alone at 5 ms, and its second message later
+    trace = ClientTrace(client, "2", ["t"], [2], clock_ms=0, clock_ns=0)
+    times = [0, 25 * MS // 10, 53 * MS // 10]
+    trace.add_messages([0, 1, 0], [None] * 3, [bytes(100)] * 3, times, None)
+    trace.add_appends(0, times, [1_000] * 3)
+    trace.flush_ns = 20 * MS
+    settings = parse_mode_configs(["partition"], [
+        ("acks", "all"), ("produce.request.max.partitions", "1")], [], linger_ms=5)[0].settings
+    run = free_run(trace, "partition", settings)
+    assert (run.requests, run.records) == (requests, 3)
