@@ -29,8 +29,7 @@ sides. The first `--warmup` seconds are left out of latency on both sides.
     python benchmarks/fidelity.py [--brokers tansu,kafka] [--partitions 16,1000]
         [--rates 2000,20000] [--windows 5,100,500] [--batch-sizes default,1048576]
         [--pairs java,partition] [--clients kafka-java,librdkafka] [--seconds 10]
-        [--warmup 2] [--replay-only]
-        [--save-trace DIR] [--json PATH]
+        [--warmup 2] [--replay-only] [--save-trace DIR [--record-only]] [--json PATH]
     python benchmarks/fidelity.py --replay-saved DIR   # replay saved traces again
 """
 
@@ -103,6 +102,16 @@ def _figures(doc: dict[str, Any]) -> dict[str, float]:
             "wall_s": doc.get("duration_s", 0.0)}
 
 
+def _save(trace: ClientTrace, cell: dict[str, Any], real: str, folder: Path) -> None:
+    """Write the trace before its replay, so a slow replay loses no recorded run."""
+    path = folder / (("librdkafka-" if real == "librdkafka" else "")
+                     + f"{cell['broker']}-{cell['partitions']}p-{cell['rate']}-"
+                     f"{cell['window']}ms-{cell['batch_size']}.json.gz")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as handle:
+        json.dump(trace.to_dict(), handle)
+
+
 def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[str, ...], str],
              args: argparse.Namespace) -> dict[str, Any]:
     emulation, extra, real = pair
@@ -125,6 +134,11 @@ def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[s
             tracer = run_traced_librdkafka if real == "librdkafka" else run_traced
             results, trace = asyncio.run(tracer(workload("real"), runs[real], bootstrap))
             real_doc = results.to_dict()
+            if args.save_trace:
+                _save(trace, cell, real, Path(args.save_trace))
+            if args.record_only:
+                item["whole_run"] = {"real": _figures(real_doc)}
+                return item
             specs = workload("real").topic_specs()
             settings = replay_settings(trace, runs[emulation])
             report = replay(trace, emulation, settings, specs)
@@ -132,14 +146,6 @@ def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[s
             item["replay"] = {**report.to_dict(), "free_run_requests": own_timing.requests,
                               "trace_timing": trace.timing}
             item["replay_lines"] = [*report.lines(), own_timing.line()]
-            if args.save_trace:
-                path = Path(args.save_trace) / (
-                    ("librdkafka-" if real == "librdkafka" else "")
-                    + f"{cell['broker']}-{cell['partitions']}p-{cell['rate']}-"
-                    f"{cell['window']}ms-{cell['batch_size']}.json.gz")
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with gzip.open(path, "wt") as handle:
-                    json.dump(trace.to_dict(), handle)
         else:
             real_doc = engine_run(workload("real"), runs[real], real, bootstrap).to_dict()
     if not args.replay_only:
@@ -235,10 +241,15 @@ def main() -> None:
     parser.add_argument("--replay-only", action="store_true",
                         help="only the real clients' runs and their trace replays")
     parser.add_argument("--save-trace", default=None, help="a folder for the traces")
+    parser.add_argument("--record-only", action="store_true",
+                        help="with --replay-only and --save-trace: record the traces, replay "
+                        "them later with --replay-saved")
     parser.add_argument("--json", default=None)
     parser.add_argument("--replay-saved", default=None,
                         help="replay the traces in this folder (saved with --save-trace)")
     args = parser.parse_args()
+    if args.record_only and not (args.replay_only and args.save_trace):
+        parser.error("--record-only needs --replay-only and --save-trace")
     if args.replay_saved:
         replay_saved(Path(args.replay_saved))
         return

@@ -33,6 +33,7 @@ each time as the producer did.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -82,6 +83,15 @@ class SendableProbe(Protocol):
     ready alike (kind `choice`, see `ReplayReport.same_rule`)."""
 
     def sendable(self, now: float) -> dict[int, int]: ...
+
+
+@runtime_checkable
+class InFlightLimit(Protocol):
+    """A policy that limits a partition's work in flight (mode partition with
+    librdkafka's idempotent cap): a rebuild after a divergence tells it which of the
+    client's requests are still unanswered, so the partitions they hold stay held."""
+
+    def set_in_flight(self, broker: int, parts: tuple[tuple[int, int], ...]) -> None: ...
 
 
 @runtime_checkable
@@ -535,6 +545,10 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         if diverged:  # start again from the client's own state
             state.build()
             report.rebuilds += 1
+            if isinstance(state.policy, InFlightLimit):
+                for _, broker, index in in_flight:  # oldest first per node
+                    state.policy.set_in_flight(broker, tuple(
+                        (p.slot, p.records) for p in trace.requests[index].parts))
             if cursor and isinstance(state.policy, DrainCursor):
                 state.policy.set_drain_cursor(cursor)
     return report
@@ -569,17 +583,26 @@ def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
     client whose Sender wakes late batches more. Memory is not modelled here."""
     state = _Replay(trace, mode, settings, topics)
     policy, clock = state.policy, state.clock
-    rtts = [responses - request.sent_ns for request in trace.requests
-            if (responses := trace.responses.get(request.correlation)) is not None]
-    rtts = rtts or [0]
+    rtts: dict[int, list[int]] = {}  # node -> its round trips, in order
+    for request in trace.requests:
+        answered_ns = trace.responses.get(request.correlation)
+        if answered_ns is not None:
+            rtts.setdefault(request.broker, []).append(answered_ns - request.sent_ns)
+    everyone = [rtt for node in rtts.values() for rtt in node] or [0]
+    sent_to: Counter[int] = Counter()
     free = {b: settings.max_in_flight for b in set(state.leaders)}
     in_flight: list[tuple[float, int]] = []  # (answered at, broker)
     flush_s = clock.at(trace.flush_ns) if trace.flush_ns is not None else None
     times = [clock.at(ns) for ns in state.end_ns]
     next_message, requests, records = 0, 0, 0
     total = len(trace.slots)
+    last_answer: dict[int, float] = {}
+    whole_ms = trace.client == "librdkafka"
+    last_loop = times[0] if times else 0.0  # when the thread last looked
     while True:
         wake = policy.next_wakeup()
+        if whole_ms and wake is not None and wake > last_loop:
+            wake = _whole_ms_after(last_loop, wake)
         candidates = [t for t in (times[next_message] if next_message < total else None,
                                   wake, min(in_flight)[0] if in_flight else None)
                       if t is not None]
@@ -587,10 +610,15 @@ def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
         if not candidates and not (flushing and state.accumulator.queued_records):
             break
         now = min(candidates) if candidates else times[-1]
+        if now == wake:
+            last_loop = now
         while next_message < total and times[next_message] <= now:
+            if not state.accumulator.has_data(trace.slots[next_message]):
+                last_loop = now  # a partition's first message wakes the thread
             state._append(next_message)
             next_message += 1
         for answered, broker in [x for x in in_flight if x[0] <= now]:
+            last_loop = now
             in_flight.remove((answered, broker))
             free[broker] += 1
             policy.on_response(broker, 0.0, now, 0, False)
@@ -598,8 +626,13 @@ def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
         plans = policy.poll(now, PollContext(dict(free), None, False, flushing))
         for plan in plans:
             free[plan.broker] -= 1
-            rtt = rtts[min(requests, len(rtts) - 1)] / 1e9
-            in_flight.append((now + rtt, plan.broker))
+            node_rtts = rtts.get(plan.broker, everyone)
+            rtt = node_rtts[min(sent_to[plan.broker], len(node_rtts) - 1)] / 1e9
+            sent_to[plan.broker] += 1
+            # a connection answers in order: not before the request ahead of it
+            answered = max(now + rtt, last_answer.get(plan.broker, now))
+            last_answer[plan.broker] = answered
+            in_flight.append((answered, plan.broker))
             requests += 1
             records += sum(b.record_count for b in plan.batches)
         if not plans and not in_flight and next_message >= total:
@@ -616,11 +649,23 @@ def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
                    sum(r.records for r in trace.requests))
 
 
+def _whole_ms_after(looked: float, deadline: float) -> float:
+    """When librdkafka's broker thread, which last looked at `looked`, wakes for
+    `deadline`: it waits on its socket with the time left rounded up to a whole
+    millisecond (`rd_kafka_transport_io_serve` with `rd_timeout_ms`: `+ 999`), so it
+    wakes up to a millisecond late unless something else wakes it first."""
+    return looked + math.ceil(round((deadline - looked) * 1000, 6)) / 1000
+
+
 def settings_from_trace(trace: ClientTrace, mode: str,
                         extra: Sequence[tuple[str, str]] = ()) -> ProducerSettings:
     """Mode `mode`'s settings for replaying `trace`: the client's own properties (its
     driver records what it ran with), plus `extra` (e.g. the emulation's own knobs)."""
-    return build_settings([*trace.settings.items(), *extra], mode=mode)
+    settings = trace.settings
+    if trace.client == "librdkafka" and mode == "partition":
+        from producer_core.engine.drivers.librdkafka_trace import replay_settings
+        settings = replay_settings(settings)
+    return build_settings([*settings.items(), *extra], mode=mode)
 
 
 def _note(report: ReplayReport, divergence: Divergence) -> None:

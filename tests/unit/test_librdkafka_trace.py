@@ -132,3 +132,23 @@ def test_the_replay_settings_are_what_librdkafka_ran_with() -> None:
     assert settings["max.in.flight.requests.per.connection"] == "6"
     assert client_in_flight({"enable.idempotence": "false"}) == 1_000_000
     assert trace_settings({}, 100.0)["linger.ms"] == "100"
+
+
+def test_a_partition_past_its_cap_is_built_no_earlier_than_the_answer_that_frees_it() -> None:
+    # idempotence: partition 0's first request carries 6 messages, answered at 20 ms; its
+    # next message (8 ms) was sendable by linger at 13 ms, but librdkafka builds it only
+    # once fewer than 5 of the partition's messages are in flight
+    trace = ClientTrace("librdkafka", "2", ["t"], [1], clock_ms=0, clock_ns=0)
+    messages(trace, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 8.0], [0] * 7)
+    lines = [built(6 * MS, 0, 6), sent(6 * MS, 1), answered(21 * MS, 1, 15.0),
+             built(21 * MS, 0, 1), sent(21 * MS, 2), answered(22 * MS, 2, 0.5)]
+    add_requests(trace, lines, linger_ms=5, batch_messages=10_000, in_flight=5,
+                 partition_cap=5)
+    first, second = trace.requests
+    freed = trace.responses[first.correlation]
+    assert freed == first.sent_ns + 15 * MS == 20 * MS + ENQUEUE_NS
+    assert second.ready_ns == freed and second.sender_pass != first.sender_pass
+    # without idempotence it is timed by linger alone
+    trace.requests, trace.responses = [], {}
+    add_requests(trace, lines, linger_ms=5, batch_messages=10_000, in_flight=5)
+    assert trace.requests[1].ready_ns == 13 * MS + ENQUEUE_NS

@@ -202,3 +202,92 @@ def test_a_replay_can_put_the_round_robin_where_the_client_left_it():
     policy.set_drain_cursor({1: 2})
     [plan] = policy.poll(0.0, PollContext({1: 1}))
     assert [b.slot for b in plan.batches] == [2, 3, 0, 1]
+
+
+def capped(partitions: int = 2, cap: int | None = 5, leaders: list[int] | None = None):
+    acc = Accumulator([TopicPartition("t", p) for p in range(partitions)], 16384)
+    policy = PartitionLinger(acc, leaders or [1] * partitions, RequestLimits(1 << 20, 1),
+                             0.005, max_inflight_messages=cap)
+    return acc, policy
+
+
+def test_a_partition_with_five_messages_in_flight_waits_for_their_response():
+    # librdkafka with idempotence: a partition builds only while fewer than 5 of its
+    # *messages* are in flight (rd_kafka_toppar_producer_serve), whatever the free slots
+    acc, policy = capped()
+    for i in range(6):
+        append(acc, policy, 0, now=0.0001 * i, message_id=i)
+    assert sent_slots(policy.poll(0.006, PollContext({1: 5}))) == [[0]]
+    for i in range(3):
+        append(acc, policy, 0, now=0.007 + 0.0001 * i, message_id=10 + i)
+    append(acc, policy, 1, now=0.007, message_id=20)
+    # both ready at 0.012: partition 0 is held by its 6 messages in flight, 1 goes
+    assert sent_slots(policy.poll(0.013, PollContext({1: 4}))) == [[1]]
+    assert policy.poll(0.014, PollContext({1: 3})) == []
+    policy.on_response(1, 0.008, 0.015, 0, False)  # the oldest request: partition 0's
+    plans = policy.poll(0.015, PollContext({1: 4}))
+    assert sent_slots(plans) == [[0]] and plans[0].batches[0].record_count == 3
+
+
+def test_under_the_cap_a_partition_builds_one_request_of_everything_queued():
+    acc, policy = capped()
+    for i in range(4):
+        append(acc, policy, 0, now=0.0, message_id=i)
+    assert sent_slots(policy.poll(0.006, PollContext({1: 5}))) == [[0]]  # 4 in flight
+    for i in range(7):
+        append(acc, policy, 0, now=0.007, message_id=10 + i)
+    plans = policy.poll(0.013, PollContext({1: 4}))
+    assert sent_slots(plans) == [[0]] and plans[0].batches[0].record_count == 7
+    # 11 in flight now: a third batch waits for both answers, oldest first
+    append(acc, policy, 0, now=0.014, message_id=30)
+    assert policy.poll(0.020, PollContext({1: 3})) == []
+    policy.on_response(1, 0.01, 0.021, 0, False)
+    assert policy.poll(0.021, PollContext({1: 4})) == []  # 7 still in flight
+    policy.on_response(1, 0.01, 0.022, 0, True)  # a failed request releases alike
+    assert sent_slots(policy.poll(0.022, PollContext({1: 5}))) == [[0]]
+
+
+def test_without_the_cap_and_on_another_broker_nothing_is_held():
+    acc, policy = capped(cap=None)
+    for i in range(6):
+        append(acc, policy, 0, now=0.0, message_id=i)
+    policy.poll(0.006, PollContext({1: 5}))
+    append(acc, policy, 0, now=0.007, message_id=10)
+    assert sent_slots(policy.poll(0.012, PollContext({1: 4}))) == [[0]]
+    # a response from broker 2 does not release broker 1's requests
+    acc, policy = capped(leaders=[1, 2])
+    for i in range(6):
+        append(acc, policy, 0, now=0.0, message_id=i)
+    policy.poll(0.006, PollContext({1: 5, 2: 5}))
+    append(acc, policy, 0, now=0.007, message_id=10)
+    policy.on_response(2, 0.001, 0.008, 0, False)
+    assert policy.poll(0.012, PollContext({1: 4, 2: 5})) == []
+
+
+@pytest.mark.parametrize(("given", "cap"), [
+    ([], 5), ([("enable.idempotence", "false")], None),
+    ([("partition.max.inflight.messages", "0")], None),
+    ([("enable.idempotence", "false"), ("partition.max.inflight.messages", "2")], 2)])
+def test_mode_partition_caps_messages_in_flight_as_librdkafka_with_idempotence(given, cap):
+    from producer_core.analysis.compare import parse_mode_configs
+    from producer_core.engine.modes import make_policy
+
+    settings = parse_mode_configs(["partition"], [("acks", "all"), *given], [],
+                                  linger_ms=5)[0].settings
+    acc = Accumulator([TopicPartition("t", 0)], 16384)
+    policy = make_policy("partition", acc, [1], settings, ())
+    assert policy.max_inflight_messages == cap
+
+
+def test_requests_given_up_unanswered_release_their_partitions():
+    # a closed connection or a request timeout: the engine answers nothing, but once every
+    # slot of the broker is free nothing of it is in flight, and the partition goes again
+    acc = Accumulator([TopicPartition("t", 0)], 16384)
+    policy = PartitionLinger(acc, [1], RequestLimits(1 << 20, 1), 0.005,
+                             max_inflight_messages=5, connection_slots=5)
+    for i in range(6):
+        append(acc, policy, 0, now=0.0, message_id=i)
+    policy.poll(0.006, PollContext({1: 5}))
+    append(acc, policy, 0, now=0.007, message_id=10)
+    assert policy.poll(0.012, PollContext({1: 4})) == []
+    assert sent_slots(policy.poll(0.013, PollContext({1: 5}))) == [[0]]

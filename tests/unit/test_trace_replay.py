@@ -329,3 +329,81 @@ def test_a_ready_partition_sent_in_another_order_is_a_choice_not_another_rule() 
         ("acks", "all"), ("produce.request.max.partitions", "1"),
         ("max.in.flight.requests.per.connection", "1")], [], linger_ms=7)[0].settings
     assert replay(trace, "partition", stricter).by_kind["not_sent"] == 1
+
+
+def held_partition_trace() -> ClientTrace:
+    """librdkafka with idempotence, one node: partition 0's first request carries 6
+    messages, so partition 0 builds nothing more until that request is answered (30 ms),
+    while partition 1 goes; partition 1's first message was ready at 5.9 ms but the client
+    wrote it in a pass of its own, after partition 0's (a divergence: the replay rebuilds
+    while partition 0's request is in flight)."""
+    trace = ClientTrace("librdkafka", "2", ["t"], [2], clock_ms=0, clock_ns=0)
+    times = [i * MS // 10 for i in range(6)] + [9 * MS // 10, 7 * MS, 72 * MS // 10]
+    slots = [0] * 6 + [1, 0, 1]
+    trace.add_messages(slots, [None] * 9, [bytes(100)] * 9, times, None)
+    trace.add_appends(0, times, [10_000] * 9)
+
+    def request(index: int, at_ns: int, slot: int, records: int) -> TracedRequest:
+        return TracedRequest(index, at_ns, 1, index, -1, at_ns, index,
+                             (TracedPart(slot, records),))
+
+    trace.requests = [request(0, 6 * MS, 0, 6), request(1, 62 * MS // 10, 1, 1),
+                      request(2, 123 * MS // 10, 1, 1), request(3, 30 * MS, 0, 1)]
+    # one connection answers in order
+    trace.responses = {0: 30 * MS, 1: 30 * MS + 1, 2: 30 * MS + 2, 3: 31 * MS}
+    return trace
+
+
+@pytest.mark.parametrize(("cap", "extra"), [("-1", 1), ("0", 2)])
+def test_a_partition_held_by_its_messages_in_flight_is_librdkafkas_rule(
+        cap: str, extra: int) -> None:
+    trace = held_partition_trace()
+    settings = parse_mode_configs(["partition"], [
+        ("acks", "all"), ("produce.request.max.partitions", "1"),
+        ("partition.max.inflight.messages", cap)], [], linger_ms=5)[0].settings
+    report = replay(trace, "partition", settings)
+    assert report.share_identical == 1.0
+    # the cap (kbatch's default with idempotence, as librdkafka) leaves only the first
+    # pass's early request of partition 1; without it, at 12.3 ms the emulation also
+    # sends partition 0, whose 6 messages the rebuild must know to be still in flight
+    assert report.extra_requests == extra, "\n".join(report.lines())
+    assert report.rebuilds >= 1
+
+
+def test_the_free_run_holds_a_partition_until_its_messages_are_answered() -> None:
+    # one partition, a message a millisecond for 100 ms, 20 ms round trips: with
+    # idempotence librdkafka's partition waits for each answer and batches 20 messages
+    trace = ClientTrace("librdkafka", "2", ["t"], [1], clock_ms=0, clock_ns=0)
+    times = [i * MS for i in range(100)]
+    trace.add_messages([0] * 100, [None] * 100, [bytes(100)] * 100, times, None)
+    trace.add_appends(0, times, [10_000] * 100)
+    trace.requests = [TracedRequest(i, (20 * i + 5) * MS, 1, i, -1, (20 * i + 5) * MS, i,
+                                    (TracedPart(0, 20),)) for i in range(5)]
+    trace.responses = {i: (20 * i + 25) * MS for i in range(5)}
+    requests = {}
+    for cap in ("-1", "0"):
+        settings = parse_mode_configs(["partition"], [
+            ("acks", "all"), ("produce.request.max.partitions", "1"),
+            ("partition.max.inflight.messages", cap)], [], linger_ms=5)[0].settings
+        requests[cap] = free_run(trace, "partition", settings).requests
+    # without the cap a request every linger (5 ms), in flight 4 at a time
+    assert requests["0"] >= 15
+    assert requests["-1"] <= 6
+
+
+@pytest.mark.parametrize(("client", "requests"), [("librdkafka", 2), ("kafka-java", 3)])
+def test_the_free_run_wakes_librdkafkas_thread_on_whole_milliseconds(
+        client: str, requests: int) -> None:
+    # partition 0's message at 0 is due at 5 ms; partition 1's first message at 2.5 ms
+    # wakes librdkafka's thread, which then sleeps ceil(2.5) = 3 ms: it looks at 5.5 ms,
+    # and partition 0's second message (5.3 ms) rides along. A thread that wakes at the
+    # deadline sends partition 0 alone at 5 ms, and its second message later
+    trace = ClientTrace(client, "2", ["t"], [2], clock_ms=0, clock_ns=0)
+    times = [0, 25 * MS // 10, 53 * MS // 10]
+    trace.add_messages([0, 1, 0], [None] * 3, [bytes(100)] * 3, times, None)
+    trace.add_appends(0, times, [1_000] * 3)
+    trace.flush_ns = 20 * MS
+    settings = parse_mode_configs(["partition"], [
+        ("acks", "all"), ("produce.request.max.partitions", "1")], [], linger_ms=5)[0].settings
+    run = free_run(trace, "partition", settings)
+    assert (run.requests, run.records) == (requests, 3)

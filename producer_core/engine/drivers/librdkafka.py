@@ -71,6 +71,7 @@ from producer_core.engine.drivers.librdkafka_trace import (
     LogTap,
     add_requests,
     client_in_flight,
+    partition_cap,
     replay_order,
     trace_settings,
 )
@@ -492,7 +493,7 @@ class LibrdkafkaRun:
                                                             LIBRDKAFKA_LINGER_MS)))
         batch_messages = int(config.get("batch.num.messages", LIBRDKAFKA_BATCH_MESSAGES))
         add_requests(self.trace, self.tap.lines, linger, batch_messages,
-                     client_in_flight(config))
+                     client_in_flight(config), partition_cap(config))
         replay_order(self.trace)
         self.trace.settings = trace_settings(config, linger)
 

@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from producer_core.engine.modes.partition import IDEMPOTENT_MAX_INFLIGHT_MESSAGES
 from producer_core.results.client_trace import ClientTrace, TracedPart, TracedRequest
 
 DEBUG_CONTEXTS = "msg,protocol"
@@ -55,12 +56,21 @@ KBATCH_MAX_IN_FLIGHT = 1000
 """librdkafka's defaults (CONFIGURATION.md); with idempotence it caps in-flight at 5."""
 
 
+def _idempotent(config: dict[str, Any]) -> bool:
+    return str(config.get("enable.idempotence", "false")).lower() == "true"
+
+
 def client_in_flight(config: dict[str, Any]) -> int:
     """librdkafka's limit of requests in flight per connection for this configuration."""
     in_flight = int(config.get("max.in.flight.requests.per.connection", LIBRDKAFKA_IN_FLIGHT))
-    if str(config.get("enable.idempotence", "false")).lower() == "true":
+    if _idempotent(config):
         in_flight = min(in_flight, IDEMPOTENT_IN_FLIGHT)
     return in_flight
+
+
+def partition_cap(config: dict[str, Any]) -> int | None:
+    """librdkafka's cap of a partition's messages in flight (with idempotence), or None."""
+    return IDEMPOTENT_MAX_INFLIGHT_MESSAGES if _idempotent(config) else None
 
 
 def trace_settings(config: dict[str, Any], linger_ms: float) -> dict[str, str]:
@@ -73,12 +83,27 @@ def trace_settings(config: dict[str, Any], linger_ms: float) -> dict[str, str]:
     settings = {"linger.ms": f"{linger_ms:g}",
                 "batch.size": str(config.get("batch.size", LIBRDKAFKA_BATCH_BYTES)),
                 "max.in.flight.requests.per.connection": str(in_flight),
-                # (idempotence does not change which partitions go when, and kbatch caps
-                # an idempotent producer's in-flight at 5)
-                "enable.idempotence": "false"}
+                # kbatch caps an idempotent producer's requests in flight at 5, so the
+                # connection's limit above goes without idempotence; what idempotence
+                # changes in librdkafka's decisions is each partition's cap of messages
+                # in flight (`rd_kafka_toppar_producer_serve`), which mode partition takes
+                "enable.idempotence": "false",
+                "partition.max.inflight.messages": str(partition_cap(config) or 0)}
     if "acks" in config:
         settings["acks"] = str(config["acks"])
     return settings
+
+def replay_settings(settings: dict[str, str]) -> dict[str, str]:
+    """A trace's settings for a replay; traces recorded before they named the partition
+    cap get it from the connection's limit: 6 (idempotence's 5, plus the request built
+    ahead) was an idempotent client's, kbatch's default."""
+    if "partition.max.inflight.messages" in settings:
+        return settings
+    in_flight = settings.get("max.in.flight.requests.per.connection")
+    idempotent = in_flight == str(IDEMPOTENT_IN_FLIGHT + 1)
+    return {**settings, "partition.max.inflight.messages":
+            str(IDEMPOTENT_MAX_INFLIGHT_MESSAGES if idempotent else 0)}
+
 
 _BROKER = r"(?P<name>\S+)/(?P<node>-?\d+): "
 _PRODUCE = re.compile(
@@ -212,7 +237,8 @@ def _bounds(trace: ClientTrace, built: list[_Built], linger_ms: float,
 
 
 def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_ms: float,
-                 batch_messages: int, in_flight: int) -> None:
+                 batch_messages: int, in_flight: int, partition_cap: int | None = None
+                 ) -> None:
     """Fill `trace.requests` and `trace.responses` from the tap's lines (see the module
     docstring); the trace's messages and appends are already recorded, and `flush_ns`.
     `in_flight`: librdkafka's limit of requests sent and not answered, per connection.
@@ -221,7 +247,10 @@ def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_m
     the pass before it if its partition was sendable by the rule when that pass looked
     and the previous request left at once (it was not held for an in-flight slot). The
     pass's time is the latest instant its requests' bounds allow (`_Bounds`: a thread that
-    woke late built them all after their last carried message)."""
+    woke late built them all after their last carried message). `partition_cap`: with
+    idempotence, a partition builds only while fewer of its messages than this are in
+    flight, so a request is not built before the answer that brought its partition under
+    it (`rd_kafka_toppar_producer_serve`)."""
     firsts = trace.first_slots()
     slot_of = {(topic, p): firsts[t] + p for t, (topic, count) in
                enumerate(zip(trace.topics, trace.partitions, strict=True))
@@ -230,9 +259,16 @@ def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_m
     nodes: dict[int, _Node] = {}
     passes: list[list[int]] = []  # request indexes
     times: list[int] = []
+    history: dict[int, list[_Built]] = {}  # slot -> its requests so far
     for index, bound in enumerate(bounds):
         node = nodes.setdefault(bound.request.node, _Node())
         current = node.current
+        earlier = history.setdefault(bound.slot, [])
+        base_low = bound.low
+        cap_messages = 0 if partition_cap is None or bound.retry else partition_cap
+        if cap_messages:
+            bound.low = max(base_low, _released(earlier, cap_messages))
+        earlier.append(bound.request)
         if current >= 0:
             time_ns, cap = times[current], node.cap
             joins = (not node.held and bound.rule <= time_ns
@@ -245,6 +281,8 @@ def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_m
                 node.answered.append(1 << 62)  # (until the pass is timed)
                 continue
             _close(node, passes[current], times[current], bounds, in_flight)
+            if cap_messages:  # the closed pass's answers are known now
+                bound.low = max(base_low, _released(earlier[:-1], cap_messages))
         # a new pass: not before the last one, nor before the last request left
         at = max(bound.low, node.left_ns, times[current] if current >= 0 else 0)
         at = max(min(at, bound.high), times[current] if current >= 0 else 0)
@@ -280,6 +318,27 @@ def add_requests(trace: ClientTrace, lines: list[tuple[int, str, str]], linger_m
             "log_callback_after_pass_p99_ms":
                 delays[min(len(delays) - 1, int(0.99 * len(delays)))] / 1e6,
             "log_callback_after_pass_max_ms": delays[-1] / 1e6}
+
+
+UNKNOWN = 1 << 62
+"""A time not known yet (a request of the open pass has not been timed)."""
+
+
+def _released(earlier: list[_Built], cap: int) -> int:
+    """The earliest time the partition of `earlier` (its requests so far, oldest first)
+    had fewer than `cap` messages in flight: the answer that brought it under the cap
+    (UNKNOWN while that request's pass is open; 0: under the cap from the start)."""
+    recent = earlier[-(cap + 1):]  # each request carries at least one message
+    answers = sorted((r.sent_ns + r.rtt_ns if r.sent_ns >= 0 and r.rtt_ns >= 0 else UNKNOWN,
+                      r.count) for r in recent)
+    in_flight = sum(count for _, count in answers)
+    at = 0
+    for answer, count in answers:
+        if in_flight < cap:
+            break
+        in_flight -= count
+        at = answer
+    return at
 
 
 def _held(node: _Node, at: int, in_flight: int) -> bool:
