@@ -29,7 +29,8 @@ sides. The first `--warmup` seconds are left out of latency on both sides.
     python benchmarks/fidelity.py [--brokers tansu,kafka] [--partitions 16,1000]
         [--rates 2000,20000] [--windows 5,100,500] [--batch-sizes default,1048576]
         [--pairs java,partition] [--clients kafka-java,librdkafka] [--seconds 10]
-        [--warmup 2] [--replay-only] [--save-trace DIR [--record-only]] [--json PATH]
+        [--warmup 2] [--replay-only | --whole-only] [--save-trace DIR [--record-only]]
+        [--json PATH]
     python benchmarks/fidelity.py --replay-saved DIR   # replay saved traces again
 """
 
@@ -130,7 +131,7 @@ def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[s
 
     item: dict[str, Any] = {**cell, "real": real, "emulation": " ".join([emulation, *extra])}
     with _broker(cluster) as bootstrap:
-        if real in TRACED:
+        if real in TRACED and not args.whole_only:
             tracer = run_traced_librdkafka if real == "librdkafka" else run_traced
             results, trace = asyncio.run(tracer(workload("real"), runs[real], bootstrap))
             real_doc = results.to_dict()
@@ -238,6 +239,9 @@ def main() -> None:
                         "franz-go, sarama, kafka-go (whole runs only; they need Go)")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--whole-only", action="store_true",
+                        help="only the whole runs: the real clients run without their trace "
+                        "and nothing is replayed (a replay of a large cell takes minutes)")
     parser.add_argument("--replay-only", action="store_true",
                         help="only the real clients' runs and their trace replays")
     parser.add_argument("--save-trace", default=None, help="a folder for the traces")
@@ -250,6 +254,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.record_only and not (args.replay_only and args.save_trace):
         parser.error("--record-only needs --replay-only and --save-trace")
+    if args.whole_only and args.replay_only:
+        parser.error("--whole-only and --replay-only exclude each other")
     if args.replay_saved:
         replay_saved(Path(args.replay_saved))
         return
