@@ -54,6 +54,7 @@ from producer_core.analysis.trace_replay import free_run, replay, settings_from_
 from producer_core.engine.drivers.kafka_java.fidelity import PAIRS, check
 from producer_core.engine.drivers.kafka_java.run import run_traced
 from producer_core.engine.drivers.librdkafka import run_traced as run_traced_librdkafka
+from producer_core.engine.drivers.librdkafka_trace import LIBRDKAFKA_BATCH_BYTES
 from producer_core.results.client_trace import ClientTrace
 
 TRACED = {"kafka-java", "librdkafka"}
@@ -61,6 +62,14 @@ TRACED = {"kafka-java", "librdkafka"}
 REPLAYED_AS = {"kafka-java": ("java", ()),
                "librdkafka": ("partition", (("produce.request.max.partitions", "1"),))}
 """A trace's client -> the emulation that replays it, with the emulation's own settings."""
+CLIENT_BATCH_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "librdkafka": (f"batch.size={LIBRDKAFKA_BATCH_BYTES}",),
+    "franz-go": ("batch.size=1000012",),  # ProducerBatchMaxBytes
+    "sarama": ("batch.size=1000000",),  # Flush.Bytes unbounded; MaxMessageBytes a request
+    "kafka-go": ("batch.size=1048576",),  # Writer.BatchBytes (BatchSize: 100 messages)
+}
+"""In a cell with `batch.size` default, the emulation takes the real client's default batch
+limit, so the pair compares rules, not defaults (kbatch's default is Java's 16 KB)."""
 
 
 def replay_settings(trace: ClientTrace, given: ProducerSettings) -> ProducerSettings:
@@ -119,6 +128,8 @@ def run_cell(cluster: str | None, cell: dict[str, Any], pair: tuple[str, tuple[s
     common = [("acks", "all")]
     if cell["batch_size"] != "default":
         common.append(("batch.size", str(cell["batch_size"])))
+    else:  # the client's own default on both sides: the emulation's is Java's 16 KB
+        extra = (*extra, *CLIENT_BATCH_DEFAULTS.get(real, ()))
     runs = {r.mode: r.settings for r in parse_mode_configs(
         [real, emulation], common, [f"{emulation}:{item}" for item in extra],
         linger_ms=cell["window"])}
