@@ -64,12 +64,13 @@ REPLAYED_AS = {"kafka-java": ("java", ()),
 """A trace's client -> the emulation that replays it, with the emulation's own settings."""
 CLIENT_BATCH_DEFAULTS: dict[str, tuple[str, ...]] = {
     "librdkafka": (f"batch.size={LIBRDKAFKA_BATCH_BYTES}",),
-    "franz-go": ("batch.size=1000012",),  # ProducerBatchMaxBytes
-    "sarama": ("batch.size=1000000",),  # Flush.Bytes unbounded; MaxMessageBytes a request
     "kafka-go": ("batch.size=1048576",),  # Writer.BatchBytes (BatchSize: 100 messages)
 }
 """In a cell with `batch.size` default, the emulation takes the real client's default batch
-limit, so the pair compares rules, not defaults (kbatch's default is Java's 16 KB)."""
+limit, so the pair compares rules, not defaults (kbatch's default is Java's 16 KB). Not for
+franz-go and sarama: their limits are not a partition's batch size (franz-go bounds its
+buffer by records, sarama flushes per broker), and mode java given franz-go's 1 MB batches
+holds only 32 of them in `buffer.memory` (docs/findings/fidelity.md)."""
 
 
 def replay_settings(trace: ClientTrace, given: ProducerSettings) -> ProducerSettings:
