@@ -51,10 +51,9 @@ from typing import Any
 from producer_core import EmbeddedBroker, ProducerSettings, Workload, parse_mode_configs
 from producer_core import run as engine_run
 from producer_core.analysis.trace_replay import free_run, replay, settings_from_trace
-from producer_core.engine.drivers.kafka_java.fidelity import PAIRS, check
+from producer_core.engine.drivers.kafka_java.fidelity import CLIENT_BATCH_DEFAULTS, PAIRS, check
 from producer_core.engine.drivers.kafka_java.run import run_traced
 from producer_core.engine.drivers.librdkafka import run_traced as run_traced_librdkafka
-from producer_core.engine.drivers.librdkafka_trace import LIBRDKAFKA_BATCH_BYTES
 from producer_core.results.client_trace import ClientTrace
 
 TRACED = {"kafka-java", "librdkafka"}
@@ -62,15 +61,6 @@ TRACED = {"kafka-java", "librdkafka"}
 REPLAYED_AS = {"kafka-java": ("java", ()),
                "librdkafka": ("partition", (("produce.request.max.partitions", "1"),))}
 """A trace's client -> the emulation that replays it, with the emulation's own settings."""
-CLIENT_BATCH_DEFAULTS: dict[str, tuple[str, ...]] = {
-    "librdkafka": (f"batch.size={LIBRDKAFKA_BATCH_BYTES}",),
-    "kafka-go": ("batch.size=1048576",),  # Writer.BatchBytes (BatchSize: 100 messages)
-}
-"""In a cell with `batch.size` default, the emulation takes the real client's default batch
-limit, so the pair compares rules, not defaults (kbatch's default is Java's 16 KB). Not for
-franz-go and sarama: their limits are not a partition's batch size (franz-go bounds its
-buffer by records, sarama flushes per broker), and mode java given franz-go's 1 MB batches
-holds only 32 of them in `buffer.memory` (docs/findings/fidelity.md)."""
 
 
 def replay_settings(trace: ClientTrace, given: ProducerSettings) -> ProducerSettings:

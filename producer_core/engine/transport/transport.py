@@ -319,20 +319,23 @@ class Cluster:
             created = await self.create_topic(conn, topic, partitions, replication_factor,
                                               int(timeout_s * 1000))
         deadline = asyncio.get_running_loop().time() + timeout_s
+        # each refusal's largest count over the polls: a leader short of files may answer
+        # one poll and close the connection of the next, and both say why
+        seen: Counter[str] = Counter()
         while True:
             polled = asyncio.get_running_loop().time()
             view = await self.refresh_metadata([topic])
             leaders = view.leaders.get(topic, [])
-            refused: Counter[str] = Counter()
             if len(leaders) == partitions and all(leader >= 0 for leader in leaders):
                 refused = await self._leaders_refuse(topic, leaders)
                 if not refused:
                     return created
+                seen |= refused
             # decoding a large topic's metadata (pure Python) is costly: wait at least as
             # long as a poll took, so a broker on the same machine gets the CPU to create it
             poll_s = asyncio.get_running_loop().time() - polled
             if asyncio.get_running_loop().time() > deadline:
-                raise BrokerError(_not_served(topic, leaders, refused, timeout_s))
+                raise BrokerError(_not_served(topic, leaders, seen, timeout_s))
             await asyncio.sleep(max(0.1, poll_s))
 
     async def ready_topic(self, topic: str, partitions: int, on_note: Note | None = None
@@ -364,8 +367,12 @@ class Cluster:
         refused: Counter[str] = Counter()
         for leader, parts in by_leader.items():
             conn = await self.connection(leader)
-            response = await conn.send(
-                OffsetRequest(-1, 0, [(topic, [(p, LATEST_OFFSET) for p in parts])]))
+            try:
+                response = await conn.send(
+                    OffsetRequest(-1, 0, [(topic, [(p, LATEST_OFFSET) for p in parts])]))
+            except KafkaConnectionError:  # e.g. a node out of file descriptors: ask again
+                refused[f"the leader closed the connection (node {leader})"] += len(parts)
+                continue
             for entry in response.to_object()["topics"]:
                 refused.update(f"{for_code(p['error_code']).message} (error {p['error_code']})"
                                for p in entry["partitions"] if p["error_code"] != 0)

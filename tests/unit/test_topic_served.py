@@ -1,0 +1,67 @@
+"""ensure_topic's wait for the leaders to serve a new topic: a leader that closes the
+connection (a node out of file descriptors does) is a refusal to name and ask again, not a
+traceback; the reasons of every poll are kept for the error (a CI run on another machine
+met a closed connection where this machine met NOT_LEADER answers)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiokafka.errors import KafkaConnectionError
+
+from producer_core.engine.transport.transport import BrokerAddress, Cluster, ClusterView
+from producer_core.errors import BrokerError
+
+
+class _Answer:
+    def __init__(self, partitions: list[int], code: int) -> None:
+        self.partitions, self.code = partitions, code
+
+    def to_object(self) -> dict[str, Any]:
+        return {"topics": [{"partitions": [{"error_code": self.code} for _ in self.partitions]}]}
+
+
+class _Conn:
+    """Answers ListOffsets from a script: an error code for every partition, or a closed
+    connection."""
+
+    def __init__(self, script: list[int | None]) -> None:
+        self.script = script
+
+    async def send(self, request: Any) -> _Answer:
+        code = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if code is None:
+            raise KafkaConnectionError("Connection at 127.0.0.1:9092 closed")
+        partitions = [p for _, parts in request._topics for p, _ in parts]
+        return _Answer(partitions, code)
+
+
+class _Cluster(Cluster):
+    def __init__(self, script: list[int | None]) -> None:
+        super().__init__("127.0.0.1:9092")
+        self.conn = _Conn(script)
+
+    async def refresh_metadata(self, topics: list[str] | None = None) -> ClusterView:
+        self.view = ClusterView({1: BrokerAddress(1, "127.0.0.1", 9092)}, 1,
+                                {"t": [1, 1, 1]}, {"t": 0})
+        return self.view
+
+    async def connection(self, node_id: int) -> Any:
+        return self.conn
+
+
+def test_a_leader_that_closes_the_connection_is_asked_again_and_named() -> None:
+    # NOT_LEADER first, then a closed connection until the deadline: both are named
+    cluster = _Cluster([6, None])
+    with pytest.raises(BrokerError) as refused:
+        asyncio.run(cluster.ensure_topic("t", 3, timeout_s=0.3))
+    text = str(refused.value)
+    assert "the leaders still refuse 6 of them" in text, text
+    assert "NOT_LEADER_FOR_PARTITION (error 6) for 3" in text, text
+    assert "the leader closed the connection (node 1) for 3" in text, text
+
+
+def test_a_leader_that_closes_once_and_then_serves_is_ready() -> None:
+    assert asyncio.run(_Cluster([None, 0]).ensure_topic("t", 3, timeout_s=5)) is False
