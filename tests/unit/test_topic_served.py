@@ -1,7 +1,8 @@
 """ensure_topic's wait for the leaders to serve a new topic: a leader that closes the
 connection (a node out of file descriptors does) is a refusal to name and ask again, not a
 traceback; the reasons of every poll are kept for the error (a CI run on another machine
-met a closed connection where this machine met NOT_LEADER answers)."""
+met a closed connection where this machine met NOT_LEADER answers). The loop's clock moves
+only when ensure_topic sleeps, so the number of polls is the same on any machine."""
 
 from __future__ import annotations
 
@@ -52,16 +53,38 @@ class _Cluster(Cluster):
         return self.conn
 
 
-def test_a_leader_that_closes_the_connection_is_asked_again_and_named() -> None:
+def run_in_synthetic_time(coroutine: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Run `coroutine` on a loop whose clock moves only when it sleeps: how many polls fit
+    before a deadline does not depend on this machine's speed."""
+    loop = asyncio.new_event_loop()
+    now = [0.0]
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, result: Any = None) -> Any:
+        now[0] += delay
+        return await real_sleep(0, result)
+
+    monkeypatch.setattr(loop, "time", lambda: now[0])
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
+def test_a_leader_that_closes_the_connection_is_asked_again_and_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # NOT_LEADER first, then a closed connection until the deadline: both are named
     cluster = _Cluster([6, None])
     with pytest.raises(BrokerError) as refused:
-        asyncio.run(cluster.ensure_topic("t", 3, timeout_s=0.3))
+        run_in_synthetic_time(cluster.ensure_topic("t", 3, timeout_s=0.3), monkeypatch)
     text = str(refused.value)
     assert "the leaders still refuse 6 of them" in text, text
     assert "NOT_LEADER_FOR_PARTITION (error 6) for 3" in text, text
     assert "the leader closed the connection (node 1) for 3" in text, text
 
 
-def test_a_leader_that_closes_once_and_then_serves_is_ready() -> None:
-    assert asyncio.run(_Cluster([None, 0]).ensure_topic("t", 3, timeout_s=5)) is False
+def test_a_leader_that_closes_once_and_then_serves_is_ready(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run_in_synthetic_time(_Cluster([None, 0]).ensure_topic("t", 3, timeout_s=5),
+                                 monkeypatch) is False
