@@ -108,7 +108,11 @@ def test_leaders_that_refuse_their_partitions_are_named_with_the_answer(short_of
         # the cluster cannot be reached, as clearly, and nothing else is claimed
         assert "Connect call failed" in text and "--bootstrap-servers" in text, text
         return
-    assert f"metadata names a leader for each of its {PARTITIONS} partitions" in text, text
+    # how a node short of files answers differs from run to run: NOT_LEADER for the new
+    # partitions, or a connection closed on ListOffsets or on Metadata; each is named
+    assert (f"metadata names a leader for each of its {PARTITIONS} partitions" in text
+            or "the broker closed the connection when asked for metadata" in text), text
     assert ("NOT_LEADER_FOR_PARTITION (error 6)" in text
-            or "the leader closed the connection" in text), text
+            or "the leader closed the connection" in text
+            or "the broker closed the connection when asked for metadata" in text), text
     assert "Too many open files" in text, text

@@ -40,11 +40,18 @@ class _Conn:
 
 
 class _Cluster(Cluster):
-    def __init__(self, script: list[int | None]) -> None:
+    """Metadata names node 1 the leader of 3 partitions, or closes the connection when
+    `metadata` says so (True: closed), one entry per poll, the last one repeated."""
+
+    def __init__(self, script: list[int | None], metadata: list[bool] | None = None) -> None:
         super().__init__("127.0.0.1:9092")
         self.conn = _Conn(script)
+        self.metadata = metadata or [False]
 
     async def refresh_metadata(self, topics: list[str] | None = None) -> ClusterView:
+        closed = self.metadata.pop(0) if len(self.metadata) > 1 else self.metadata[0]
+        if closed:
+            raise KafkaConnectionError("Connection at 127.0.0.1:9092 closed")
         self.view = ClusterView({1: BrokerAddress(1, "127.0.0.1", 9092)}, 1,
                                 {"t": [1, 1, 1]}, {"t": 0})
         return self.view
@@ -79,7 +86,7 @@ def test_a_leader_that_closes_the_connection_is_asked_again_and_named(
     with pytest.raises(BrokerError) as refused:
         run_in_synthetic_time(cluster.ensure_topic("t", 3, timeout_s=0.3), monkeypatch)
     text = str(refused.value)
-    assert "the leaders still refuse 6 of them" in text, text
+    assert "the brokers still refuse 6 of them" in text, text
     assert "NOT_LEADER_FOR_PARTITION (error 6) for 3" in text, text
     assert "the leader closed the connection (node 1) for 3" in text, text
 
@@ -88,3 +95,33 @@ def test_a_leader_that_closes_once_and_then_serves_is_ready(
         monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_in_synthetic_time(_Cluster([None, 0]).ensure_topic("t", 3, timeout_s=5),
                                  monkeypatch) is False
+
+
+def test_a_broker_that_closes_the_metadata_request_is_asked_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first poll finds the topic (created), then Metadata closes twice, then it serves
+    cluster = _Cluster([0], metadata=[False, True, True, False])
+    assert run_in_synthetic_time(cluster.ensure_topic("t", 3, timeout_s=5),
+                                 monkeypatch) is False
+
+
+def test_a_broker_that_keeps_closing_the_metadata_request_is_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # leaders shown once, refused, then every Metadata request closed until the deadline
+    cluster = _Cluster([6], metadata=[False, False, True])
+    with pytest.raises(BrokerError) as refused:
+        run_in_synthetic_time(cluster.ensure_topic("t", 3, timeout_s=0.5), monkeypatch)
+    text = str(refused.value)
+    assert "metadata names a leader for each of its 3 partitions" in text, text
+    assert "NOT_LEADER_FOR_PARTITION (error 6) for 3" in text, text
+    assert "the broker closed the connection when asked for metadata for 3" in text, text
+
+
+def test_a_topic_whose_metadata_never_arrives_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = _Cluster([0], metadata=[False, True])
+    with pytest.raises(BrokerError) as refused:
+        run_in_synthetic_time(cluster.ensure_topic("t", 3, timeout_s=0.5), monkeypatch)
+    text = str(refused.value)
+    assert "no metadata answered showed any of its 3 partitions" in text, text
+    assert "the broker closed the connection when asked for metadata" in text, text

@@ -51,6 +51,7 @@ excessively large batch operation"): a larger topic it refused is created with t
 partitions, then grown by CreatePartitions, this many at a time."""
 LATEST_OFFSET = -1  # ListOffsets timestamp meaning "the log end"
 RETRIABLE_METADATA_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
+METADATA_CLOSED = "the broker closed the connection when asked for metadata"
 
 
 @dataclass(frozen=True)
@@ -322,20 +323,24 @@ class Cluster:
         # each refusal's largest count over the polls: a leader short of files may answer
         # one poll and close the connection of the next, and both say why
         seen: Counter[str] = Counter()
+        leaders: list[int] = []
         while True:
             polled = asyncio.get_running_loop().time()
-            view = await self.refresh_metadata([topic])
-            leaders = view.leaders.get(topic, [])
-            if len(leaders) == partitions and all(leader >= 0 for leader in leaders):
-                refused = await self._leaders_refuse(topic, leaders)
-                if not refused:
-                    return created
-                seen |= refused
+            try:
+                leaders = (await self.refresh_metadata([topic])).leaders.get(topic, [])
+            except KafkaConnectionError:  # the same node may close the Metadata request too
+                seen[METADATA_CLOSED] = max(seen[METADATA_CLOSED], partitions)
+            else:
+                if len(leaders) == partitions and all(leader >= 0 for leader in leaders):
+                    refused = await self._leaders_refuse(topic, leaders)
+                    if not refused:
+                        return created
+                    seen |= refused
             # decoding a large topic's metadata (pure Python) is costly: wait at least as
             # long as a poll took, so a broker on the same machine gets the CPU to create it
             poll_s = asyncio.get_running_loop().time() - polled
             if asyncio.get_running_loop().time() > deadline:
-                raise BrokerError(_not_served(topic, leaders, seen, timeout_s))
+                raise BrokerError(_not_served(topic, partitions, leaders, seen, timeout_s))
             await asyncio.sleep(max(0.1, poll_s))
 
     async def ready_topic(self, topic: str, partitions: int, on_note: Note | None = None
@@ -428,19 +433,25 @@ def tolerant_frame(conn: AIOKafkaConnection, handle: Any, frame: bytes) -> None:
         handle(frame)
 
 
-def _not_served(topic: str, leaders: list[int], refused: Counter[str],
+def _not_served(topic: str, partitions: int, leaders: list[int], refused: Counter[str],
                 timeout_s: float) -> str:
     """Why a topic is not ready after the wait: partitions without a leader, or leaders
-    that refuse their partitions (and what a broker that does so may be missing)."""
+    that refuse their partitions, or a broker that closes the connection (and what a broker
+    that does so may be missing)."""
+    if len(leaders) == partitions and all(leader >= 0 for leader in leaders):
+        shown = f"metadata names a leader for each of its {partitions:,} partitions"
+    elif not leaders:
+        shown = f"no metadata answered showed any of its {partitions:,} partitions"
+    else:
+        shown = (f"metadata shows {len(leaders):,} of its {partitions:,} partitions, "
+                 f"{sum(1 for x in leaders if x < 0):,} without a leader")
     if not refused:
         return (f"Topic {topic!r} has no leader serving every partition after "
-                f"{timeout_s:.0f} s (metadata shows {len(leaders)} partitions, "
-                f"{sum(1 for x in leaders if x < 0)} without a leader).")
+                f"{timeout_s:.0f} s ({shown}).")
     answers = ", ".join(f"{name} for {count:,}" for name, count in refused.most_common())
-    return (f"Topic {topic!r}: metadata names a leader for each of its {len(leaders):,} "
-            f"partitions, but after {timeout_s:.0f} s the leaders still refuse "
-            f"{sum(refused.values()):,} of them ({answers}). A broker that failed to take "
-            "partitions over refuses them until it restarts: Apache Kafka logs \"Error "
+    return (f"Topic {topic!r}: {shown}, but after {timeout_s:.0f} s the brokers still "
+            f"refuse {sum(refused.values()):,} of them ({answers}). A broker that failed to "
+            "take partitions over refuses them until it restarts: Apache Kafka logs \"Error "
             "applying topics delta\", for example with \"Too many open files\" (a node "
             "keeps a file open per partition, and a deleted topic's files until "
             "log.segment.delete.delay.ms has passed: see `ulimit -n`).")
