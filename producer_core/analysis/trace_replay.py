@@ -17,7 +17,10 @@ Which appends the client's drain saw is decided by the trace itself: a message i
 state of a pass if its `send()` had returned before the Sender asked whether the node was
 ready (it was surely in its batch before the drain), or if the client put it in a request
 of this pass or an earlier one. A message appended while the drain ran, that the drain did
-not take, counts as appended after it: the race is timing, not a decision.
+not take, counts as appended after it: the race is timing, not a decision. Which nodes are
+ready is decided earlier in the pass: the Java producer's accumulator check runs right
+after its Sender's poll returns (`TracedRequest.pass_ns`), so a batch closed by a send()
+that returned after that is not what made a node ready in this pass (`ReadyScan`).
 
 Where the policy decides otherwise, the divergence is recorded (the first ones with both
 requests) and the policy is rebuilt from the real client's state (for a policy that walks
@@ -73,6 +76,16 @@ class ReadinessProbe(Protocol):
     the replay measures how long after that the real client sent."""
 
     def ready_since(self, broker: int, now: float) -> float | None: ...
+
+
+@runtime_checkable
+class ReadyScan(Protocol):
+    """A policy that decides which nodes are ready before it drains them (mode java: the
+    accumulator's ready check, then the drain): the replay asks it at the pass's start,
+    with the appends before it, and lets it drain only those nodes, with every append
+    before the node's own ready check."""
+
+    def ready_brokers(self, now: float, context: PollContext) -> set[int]: ...
 
 
 @runtime_checkable
@@ -474,7 +487,6 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
                 still.append((answered_ns, broker, index))
         in_flight = still
         busy = Counter(broker for _, broker, _ in in_flight)
-        state.see(ready_ns, group)
         free = {b: max(0, max_in_flight - busy[b]) for b in set(state.leaders)}
         for node in trace.busy.get(group[0].sender_pass, ()):  # the client could not send
             free[node] = 0
@@ -484,6 +496,14 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
             policy.wake()
         context = PollContext(free, state.backlog(ready_ns),
                               state.memory_exhausted(began_ns, ready_ns), flushing)
+        pass_ns = group[0].pass_ns
+        if 0 <= pass_ns < ready_ns and isinstance(policy, ReadyScan):
+            state.see(pass_ns, ())
+            scanned = policy.ready_brokers(now, context)
+            for node in free:
+                if node not in scanned:  # not ready when the client checked
+                    free[node] = 0
+        state.see(ready_ns, group)
         since: dict[int, float | None] = {}
         if isinstance(policy, ReadinessProbe):
             policy.context = context

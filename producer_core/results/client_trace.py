@@ -57,6 +57,10 @@ class TracedRequest:
     """When the Sender asked whether `broker` was ready in this pass (-1: not seen)."""
     sender_pass: int
     parts: tuple[TracedPart, ...]
+    pass_ns: int = -1
+    """When the Sender's pass began (Java: its client.poll returned; -1: not traced). Its
+    ready check comes after it and before `ready_ns`: the batches it saw closed lie
+    between the two."""
 
     @property
     def records(self) -> int:
@@ -159,7 +163,7 @@ class ClientTrace:
         self.requests.append(TracedRequest(
             len(self.requests), int(line["ns"]), int(line["broker"]), int(line.get("corr", -1)),
             int(line.get("created_ms", -1)), int(line.get("ready_ns", -1)),
-            int(line.get("pass", -1)), parts))
+            int(line.get("pass", -1)), parts, int(line.get("pass_ns", -1))))
 
     # ------------------------------------------------------------------- I/O
     def to_dict(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import pytest
 
 from producer_core.analysis.compare import parse_mode_configs
 from producer_core.analysis.trace_replay import ReplayReport, free_run, replay
+from producer_core.engine.core.accumulator import BATCH_FILLED, Accumulator, TopicPartition
 from producer_core.results.client_trace import ClientTrace, TracedPart, TracedRequest
 from producer_core.workload.workload import Workload
 
@@ -407,3 +408,41 @@ def test_the_free_run_wakes_librdkafkas_thread_on_whole_milliseconds(
         ("acks", "all"), ("produce.request.max.partitions", "1")], [], linger_ms=5)[0].settings
     run = free_run(trace, "partition", settings)
     assert (run.requests, run.records) == (requests, 3)
+
+
+def records_per_batch(batch_size: int) -> int:
+    """How many 100-byte keyless records kbatch's accumulator puts in a batch (the recorded
+    traces show the Java producer's batches hold as many)."""
+    accumulator = Accumulator([TopicPartition("t", 0)], batch_size)
+    for index in range(batch_size):
+        if accumulator.append(0, index, None, bytes(100), 0.0, 0.0, 0) == BATCH_FILLED:
+            return index
+    raise AssertionError("the batch never filled")
+
+
+def test_a_node_whose_batch_closed_after_the_sender_pass_began_is_ready_in_the_next() -> None:
+    # two nodes, a partition each, linger 500 ms: only a full batch makes a node ready.
+    # Slot 0's batch is closed by a send() that returned before the Sender's pass began
+    # (its poll returned), slot 1's by one that returned after that but before the Sender
+    # asked node 1 whether it was ready: Java's ready check saw only node 1 ready.
+    held = records_per_batch(1024)
+    count = 2 * (held + 1)
+    trace = ClientTrace("synthetic", "1", ["t"], [2], clock_ms=0, clock_ns=0)
+    times = [10 * MS + i * 20_000 for i in range(count)]
+    trace.add_messages([i % 2 for i in range(count)], [None] * count, [bytes(100)] * count,
+                       times, None)
+    trace.add_appends(0, times, [5_000] * count)
+    began, asked = times[-2] + 8_000, times[-1] + 8_000  # the closing send()s took 5 us
+    trace.requests = [
+        TracedRequest(0, asked + 20_000, 1, 0, 10, asked, 0, (TracedPart(0, held),), began),
+        TracedRequest(1, asked + 300_000, 2, 1, 10, asked + 280_000, 1,
+                      (TracedPart(1, held),), asked + 250_000)]
+    trace.responses = {0: asked + 900_000, 1: asked + 1_200_000}
+    settings = parse_mode_configs(["java"], [("acks", "all"), ("batch.size", "1024")], [],
+                                  linger_ms=500)[0].settings
+    report = replay(trace, "java", settings)
+    assert (report.compared, report.identical) == (2, 2), "\n".join(report.lines())
+    # without the pass's start the replay cannot tell: node 2 looks ready in the first pass
+    trace.requests = [dataclasses.replace(r, pass_ns=-1) for r in trace.requests]
+    untimed = replay(trace, "java", settings)
+    assert untimed.extra_requests == 1, "\n".join(untimed.lines())

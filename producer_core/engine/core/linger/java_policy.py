@@ -258,6 +258,13 @@ class JavaLinger(LingerPolicy):
             since = when if since is None else min(since, when)
         return since if since is not None and since <= now else None
 
+    def ready_brokers(self, now: float, context: PollContext) -> set[int]:
+        """The nodes Java's accumulator ready check finds ready at `now` (a trace replay
+        asks at the Sender pass's start, before the drain)."""
+        self.context = context
+        self._expire(now)
+        return {broker for broker in self._nonempty if self._broker_reason(broker)}
+
     # -------------------------------------------------------------- decisions
     def _broker_reason(self, broker: int) -> str | None:
         """Why `broker` is ready now, or None."""

@@ -27,8 +27,9 @@ With ``kbatch.trace=true`` (`producer_core.results.client_trace`): clock (where 
 producer's millisecond clock ticks on nanoTime), drain_order (each node's partitions in
 the order the Sender's drain walks them), appends (each send()'s start, length and wait
 for buffer.memory, in chunks, in message order), node_busy (node, pass: the Sender could
-not send to a ready node in that pass), request lines gain corr, created_ms, ready_ns, pass and
-parts ([topic index, partition, records, retry] each), response (corr, ns) and flush (ns).
+not send to a ready node in that pass), request lines gain corr, created_ms, ready_ns, pass,
+pass_ns (when the Sender's last poll returned) and parts ([topic index, partition, records,
+retry] each), response (corr, ns) and flush (ns).
 """
 
 from __future__ import annotations

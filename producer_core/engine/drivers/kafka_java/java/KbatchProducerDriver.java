@@ -109,6 +109,7 @@ public final class KbatchProducerDriver {
     private boolean trace;
     private final Map<Integer, Long> readyNs = new ConcurrentHashMap<>();  // node -> ns
     private final AtomicLong senderPasses = new AtomicLong();
+    private volatile long passNs = -1;  // when the Sender's last poll returned: its pass began
     static final int TRACE_CHUNK = 4096;
     private long[] tracePre = new long[TRACE_CHUNK], tracePost = new long[TRACE_CHUNK];
     private long[] traceWait = new long[TRACE_CHUNK];
@@ -182,7 +183,10 @@ public final class KbatchProducerDriver {
             }
             if (method.getName().equals("poll") && result instanceof List) {
                 long now = System.nanoTime();
-                if (trace) senderPasses.incrementAndGet();
+                if (trace) {
+                    senderPasses.incrementAndGet();
+                    passNs = now;  // the accumulator's ready check comes after this
+                }
                 for (Object item : (List<?>) result) {
                     ClientResponse response = (ClientResponse) item;
                     int correlation = response.requestHeader().correlationId();
@@ -265,7 +269,8 @@ public final class KbatchProducerDriver {
             Long ready = readyNs.get(node);
             detail = ",\"corr\":" + request.correlationId() + ",\"created_ms\":"
                 + request.createdTimeMs() + ",\"ready_ns\":" + (ready == null ? -1 : ready)
-                + ",\"pass\":" + senderPasses.get() + ",\"parts\":" + parts.append(']');
+                + ",\"pass\":" + senderPasses.get() + ",\"pass_ns\":" + passNs
+                + ",\"parts\":" + parts.append(']');
         }
         emit("{\"type\":\"request\",\"ns\":" + now + ",\"broker\":" + node + ",\"partitions\":"
              + partitions + ",\"records\":" + records + ",\"bytes\":" + bytes + ",\"topics\":"
