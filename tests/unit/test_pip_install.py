@@ -21,7 +21,7 @@ FAKE_PIP = textwrap.dedent("""
         for _ in range(6):
             out.write(b"x" * 250_000)
             out.flush()
-            time.sleep(0.1)
+            time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0.1)
     os.remove(path)
     print("Installing collected packages: confluent-kafka", flush=True)
     print("some other line", flush=True)
@@ -34,12 +34,15 @@ class Recorder:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.transfers: list[tuple[int, int | None, str]] = []
+        self.events: list[str] = []  # both, in the order they were reported
 
     def __call__(self, text: str) -> None:
         self.lines.append(text)
+        self.events.append(text)
 
     def on_transfer(self, done: int, total: int | None, what: str) -> None:
         self.transfers.append((done, total, what))
+        self.events.append(f"{done} of {total}")
 
 
 def test_pips_lines_come_as_they_come_and_the_bytes_end_at_the_whole_wheel(tmp_path) -> None:
@@ -55,6 +58,22 @@ def test_pips_lines_come_as_they_come_and_the_bytes_end_at_the_whole_wheel(tmp_p
     assert seen.transfers[-1] == (1_500_000, 1_500_000, "confluent_kafka-9.9.9-cp311-none.whl")
     done = [d for d, _, _ in seen.transfers]
     assert done == sorted(done)  # never backwards, though pip removed the wheel
+
+
+def test_a_download_faster_than_the_sampling_is_reported_before_pip_moves_on(
+        tmp_path) -> None:
+    # a local index: pip downloads and installs between two samples (a CI run printed the
+    # bytes after "Successfully installed"); the whole wheel is reported before the line
+    # pip wrote after it, and nothing of it after that
+    script = tmp_path / "pip.py"
+    script.write_text(FAKE_PIP)
+    seen = Recorder()
+    code, _ = run_pip([sys.executable, str(script), "0", "0"], tmp_path / "tmp", seen, 60)
+    assert code == 0
+    whole = seen.events.index("1500000 of 1500000")
+    assert seen.events[whole + 1] == "Installing collected packages: confluent-kafka"
+    assert seen.events[-1] == "Successfully installed confluent-kafka-9.9.9", seen.events
+    assert seen.events.count("1500000 of 1500000") == 1
 
 
 def test_a_failing_pip_gives_its_code_and_output_and_no_completed_transfer(tmp_path) -> None:

@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -55,14 +55,18 @@ def run_pip(args: list[str], tmp: Path, progress: Callable[[str], None], timeout
             ) -> tuple[int, str]:
     """Run pip (`args`: the whole command) with its temporary files under `tmp`, telling
     `progress` as it goes (see the module); its exit code and its whole output.
-    subprocess.TimeoutExpired after `timeout_s` (pip killed)."""
+    subprocess.TimeoutExpired after `timeout_s` (pip killed).
+
+    A download's progress is reported before the line pip writes after it (a local
+    index can serve a wheel and pip install it between two samples), so the user reads
+    them in the order they happened."""
     tmp.mkdir(parents=True, exist_ok=True)
     transfer: Transfer | None = getattr(progress, "on_transfer", None)
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.stdout is not None
     lines: list[str] = []
-    state = _Download()
+    state = _Download(tmp, transfer)
 
     def read() -> None:
         assert proc.stdout is not None
@@ -70,36 +74,59 @@ def run_pip(args: list[str], tmp: Path, progress: Callable[[str], None], timeout
             lines.append(line)
             text = line.strip()
             if text.startswith(SHOWN):
-                if text.startswith("Downloading"):
-                    state.total, state.what = announced_size(text), text.split()[1]
-                progress(text)
+                with state.lock:
+                    state.finish()  # pip has moved on from the wheel it was downloading
+                    if text.startswith("Downloading"):
+                        state.start(text)
+                    progress(text)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     deadline = time.monotonic() + timeout_s
-    most = 0
     try:
         while proc.poll() is None:
             if time.monotonic() > deadline:
                 proc.kill()
                 proc.wait()
                 raise subprocess.TimeoutExpired(args, timeout_s)
-            if transfer is not None and state.what:
-                most = max(most, downloaded(tmp))  # never backwards (pip removes the wheel)
-                total = None if state.total is None else max(state.total, most)  # (rounded)
-                transfer(most, total, state.what)
+            with state.lock:
+                state.sample()
             time.sleep(POLL_S)
     finally:
         reader.join(5)
-    if transfer is not None and state.what and proc.returncode == 0:  # all of it
-        done = max(most, downloaded(tmp), state.total or 0)
-        transfer(done, done, state.what)
+    if proc.returncode == 0:
+        with state.lock:
+            state.finish()  # all of it
     return proc.returncode, "".join(lines)
 
 
 @dataclass
 class _Download:
-    """The wheel pip said it is downloading, and its announced size."""
+    """The wheel pip said it is downloading, its announced size, and what was reported
+    of it; the reader's and the sampler's calls go under `lock`, in order."""
 
+    tmp: Path
+    transfer: Transfer | None
     what: str = ""
     total: int | None = None
+    most: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, line: str) -> None:
+        self.what, self.total, self.most = line.split()[1], announced_size(line), 0
+
+    def sample(self) -> None:
+        """The bytes so far of the wheel being downloaded, never backwards (pip removes
+        the wheel once installed)."""
+        if self.transfer is None or not self.what:
+            return
+        self.most = max(self.most, downloaded(self.tmp))
+        total = None if self.total is None else max(self.total, self.most)  # (rounded)
+        self.transfer(self.most, total, self.what)
+
+    def finish(self) -> None:
+        """The wheel is down: report all of it, once."""
+        if self.transfer is not None and self.what:
+            done = max(self.most, downloaded(self.tmp), self.total or 0)
+            self.transfer(done, done, self.what)
+        self.what = ""
