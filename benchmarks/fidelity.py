@@ -31,7 +31,8 @@ sides. The first `--warmup` seconds are left out of latency on both sides.
         [--pairs java,partition] [--clients kafka-java,librdkafka] [--seconds 10]
         [--warmup 2] [--replay-only | --whole-only] [--save-trace DIR [--record-only]]
         [--json PATH]
-    python benchmarks/fidelity.py --replay-saved DIR   # replay saved traces again
+    python benchmarks/fidelity.py --replay-saved DIR [--thread-delays 0.1,0.2]
+        # replay saved traces again (librdkafka's free run with late broker threads)
 """
 
 from __future__ import annotations
@@ -202,9 +203,12 @@ def _print(item: dict[str, Any]) -> None:
           f"{whole_text} |", flush=True)
 
 
-def replay_saved(folder: Path) -> None:
+def replay_saved(folder: Path, thread_delays_ms: list[float]) -> None:
     """Replay every trace saved with --save-trace through its emulation again (after a
-    change of the emulation, say; `REPLAYED_AS`): one line per trace."""
+    change of the emulation, say; `REPLAYED_AS`): one line per trace. With
+    `thread_delays_ms`, the free run of each librdkafka trace again with its broker
+    threads that late after each wake-up (how much of the free run's excess is the
+    client's scheduling)."""
     for path in sorted(folder.glob("*.json.gz")):
         with gzip.open(path, "rt") as handle:
             trace = ClientTrace.from_dict(json.load(handle))
@@ -224,7 +228,21 @@ def replay_saved(folder: Path) -> None:
               + ", ".join(f"{k} {n}" for k, n in sorted(report.by_kind.items()))
               + f" | {delay.get('p50_ms', '-')} / {delay.get('mean_ms', '-')} / "
               f"{delay.get('p99_ms', '-')} ms | {own_timing.requests:,} "
-              f"({own_timing.difference:+.1%}) |", flush=True)
+              f"({own_timing.difference:+.1%}) |" + late_threads(trace, mode, settings,
+                                                                 thread_delays_ms),
+              flush=True)
+
+
+def late_threads(trace: ClientTrace, mode: str, settings: ProducerSettings,
+                 delays_ms: list[float]) -> str:
+    """The free run with librdkafka's broker threads late by each delay: ' a ms: n (+x%)
+    |' per delay (nothing for other clients)."""
+    if trace.client != "librdkafka":
+        return ""
+    runs = [(ms, free_run(trace, mode, settings, thread_delay_s=ms / 1000))
+            for ms in delays_ms]
+    return "".join(f" {ms:g} ms: {run.requests:,} ({run.difference:+.1%}) |"
+                   for ms, run in runs)
 
 
 def main() -> None:
@@ -253,13 +271,17 @@ def main() -> None:
     parser.add_argument("--json", default=None)
     parser.add_argument("--replay-saved", default=None,
                         help="replay the traces in this folder (saved with --save-trace)")
+    parser.add_argument("--thread-delays", default="",
+                        help="with --replay-saved: librdkafka free runs again with its "
+                        "broker threads this many ms late after each wake-up (e.g. 0.1,0.2)")
     args = parser.parse_args()
     if args.record_only and not (args.replay_only and args.save_trace):
         parser.error("--record-only needs --replay-only and --save-trace")
     if args.whole_only and args.replay_only:
         parser.error("--whole-only and --replay-only exclude each other")
     if args.replay_saved:
-        replay_saved(Path(args.replay_saved))
+        replay_saved(Path(args.replay_saved),
+                     [float(x) for x in args.thread_delays.split(",") if x.strip()])
         return
     pairs = [p for p in PAIRS if p[0] in args.pairs.split(",")
              and p[2] in args.clients.split(",")]

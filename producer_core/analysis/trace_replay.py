@@ -36,12 +36,12 @@ each time as the producer did.
 from __future__ import annotations
 
 import bisect
-import math
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from producer_core.analysis.librdkafka_threads import BrokerThreads
 from producer_core.config import build_settings
 from producer_core.engine.core.accumulator import Accumulator, TopicPartition
 from producer_core.engine.core.linger.base import LingerPolicy, PollContext
@@ -594,87 +594,151 @@ class FreeRun:
                 f"{self.client_requests:,} ({self.difference:+.1%})")
 
 
+class _RoundTrips:
+    """Requests the free run sends, answered with the client's round trips, node by node
+    in order; a connection answers in order: not before the request ahead of it."""
+
+    def __init__(self, trace: ClientTrace, max_in_flight: int, brokers: set[int]) -> None:
+        self.rtts: dict[int, list[int]] = {}  # node -> its round trips, in order
+        for request in trace.requests:
+            answered_ns = trace.responses.get(request.correlation)
+            if answered_ns is not None:
+                self.rtts.setdefault(request.broker, []).append(answered_ns - request.sent_ns)
+        self.everyone = [rtt for node in self.rtts.values() for rtt in node] or [0]
+        self.sent_to: Counter[int] = Counter()
+        self.free = dict.fromkeys(brokers, max_in_flight)
+        self.in_flight: list[tuple[float, int]] = []  # (answered at, broker)
+        self.last_answer: dict[int, float] = {}
+        self.requests = self.records = 0
+
+    def next_answer(self) -> float | None:
+        return min(self.in_flight)[0] if self.in_flight else None
+
+    def answered(self, now: float) -> list[int]:
+        """The brokers whose oldest request is answered by `now`, one entry each."""
+        done = [x for x in self.in_flight if x[0] <= now]
+        for answer in done:
+            self.in_flight.remove(answer)
+            self.free[answer[1]] += 1
+        return [broker for _, broker in done]
+
+    def send(self, plans: Sequence[Any], now: float) -> None:
+        for plan in plans:
+            self.free[plan.broker] -= 1
+            node_rtts = self.rtts.get(plan.broker, self.everyone)
+            rtt = node_rtts[min(self.sent_to[plan.broker], len(node_rtts) - 1)] / 1e9
+            self.sent_to[plan.broker] += 1
+            answered = max(now + rtt, self.last_answer.get(plan.broker, now))
+            self.last_answer[plan.broker] = answered
+            self.in_flight.append((answered, plan.broker))
+            self.count(plans=[plan])
+
+    def count(self, plans: Sequence[Any]) -> None:
+        self.requests += len(plans)
+        self.records += sum(b.record_count for plan in plans for b in plan.batches)
+
+
 def free_run(trace: ClientTrace, mode: str, settings: ProducerSettings,
-             topics: Sequence[TopicSpec] = ()) -> FreeRun:
+             topics: Sequence[TopicSpec] = (), thread_delay_s: float = 0.0) -> FreeRun:
     """The other half of a whole-run comparison: the same appends (at the client's
     `send()` times) and round trips (the client's, request by request in order), but the
-    emulation decides *when* to send by its own timing model (a Sender that wakes exactly
-    at its deadlines). Against the client's count this shows what timing alone does: a
-    client whose Sender wakes late batches more. Memory is not modelled here."""
+    emulation decides *when* to send by its own timing model. Against the client's count
+    this shows what timing alone does: a client whose Sender wakes late batches more.
+    Memory is not modelled here.
+
+    The Sender is one that looks at each append, response and deadline; for a librdkafka
+    trace, librdkafka's broker threads, which look only when woken
+    (`librdkafka_threads`), `thread_delay_s` late."""
     state = _Replay(trace, mode, settings, topics)
-    policy, clock = state.policy, state.clock
-    rtts: dict[int, list[int]] = {}  # node -> its round trips, in order
-    for request in trace.requests:
-        answered_ns = trace.responses.get(request.correlation)
-        if answered_ns is not None:
-            rtts.setdefault(request.broker, []).append(answered_ns - request.sent_ns)
-    everyone = [rtt for node in rtts.values() for rtt in node] or [0]
-    sent_to: Counter[int] = Counter()
-    free = {b: settings.max_in_flight for b in set(state.leaders)}
-    in_flight: list[tuple[float, int]] = []  # (answered at, broker)
+    trips = _RoundTrips(trace, settings.max_in_flight, set(state.leaders))
+    if trace.client == "librdkafka":
+        _threaded(state, trips, settings.linger_s, thread_delay_s)
+    else:
+        _prompt(state, trips)
+    return FreeRun(trips.requests, trips.records, len(trace.requests),
+                   sum(r.records for r in trace.requests))
+
+
+def _prompt(state: _Replay, trips: _RoundTrips) -> None:
+    """A Sender that looks at every append, every response and every deadline."""
+    trace, policy, clock = state.trace, state.policy, state.clock
     flush_s = clock.at(trace.flush_ns) if trace.flush_ns is not None else None
     times = [clock.at(ns) for ns in state.end_ns]
-    next_message, requests, records = 0, 0, 0
-    total = len(trace.slots)
-    last_answer: dict[int, float] = {}
-    whole_ms = trace.client == "librdkafka"
-    last_loop = times[0] if times else 0.0  # when the thread last looked
+    next_message, total = 0, len(trace.slots)
     while True:
         wake = policy.next_wakeup()
-        if whole_ms and wake is not None and wake > last_loop:
-            wake = _whole_ms_after(last_loop, wake)
         candidates = [t for t in (times[next_message] if next_message < total else None,
-                                  wake, min(in_flight)[0] if in_flight else None)
-                      if t is not None]
+                                  wake, trips.next_answer()) if t is not None]
         flushing = next_message >= total
         if not candidates and not (flushing and state.accumulator.queued_records):
             break
         now = min(candidates) if candidates else times[-1]
-        if now == wake:
-            last_loop = now
         while next_message < total and times[next_message] <= now:
-            if not state.accumulator.has_data(trace.slots[next_message]):
-                last_loop = now  # a partition's first message wakes the thread
             state._append(next_message)
             next_message += 1
-        for answered, broker in [x for x in in_flight if x[0] <= now]:
-            last_loop = now
-            in_flight.remove((answered, broker))
-            free[broker] += 1
+        for broker in trips.answered(now):
             policy.on_response(broker, 0.0, now, 0, False)
         flushing = next_message >= total and (flush_s is None or now >= flush_s)
-        plans = policy.poll(now, PollContext(dict(free), None, False, flushing))
-        for plan in plans:
-            free[plan.broker] -= 1
-            node_rtts = rtts.get(plan.broker, everyone)
-            rtt = node_rtts[min(sent_to[plan.broker], len(node_rtts) - 1)] / 1e9
-            sent_to[plan.broker] += 1
-            # a connection answers in order: not before the request ahead of it
-            answered = max(now + rtt, last_answer.get(plan.broker, now))
-            last_answer[plan.broker] = answered
-            in_flight.append((answered, plan.broker))
-            requests += 1
-            records += sum(b.record_count for b in plan.batches)
-        if not plans and not in_flight and next_message >= total:
+        plans = policy.poll(now, PollContext(dict(trips.free), None, False, flushing))
+        trips.send(plans, now)
+        if not plans and not trips.in_flight and next_message >= total:
             if not state.accumulator.queued_records:
                 break
             if wake is None or wake <= now:  # nothing will come: flush what is left
-                plans = policy.poll(now, PollContext(dict(free), None, False, True))
+                plans = policy.poll(now, PollContext(dict(trips.free), None, False, True))
                 if not plans:
                     break
-                for plan in plans:
-                    requests += 1
-                    records += sum(b.record_count for b in plan.batches)
-    return FreeRun(requests, records, len(trace.requests),
-                   sum(r.records for r in trace.requests))
+                trips.count(plans)
 
 
-def _whole_ms_after(looked: float, deadline: float) -> float:
-    """When librdkafka's broker thread, which last looked at `looked`, wakes for
-    `deadline`: it waits on its socket with the time left rounded up to a whole
-    millisecond (`rd_kafka_transport_io_serve` with `rd_timeout_ms`: `+ 999`), so it
-    wakes up to a millisecond late unless something else wakes it first."""
-    return looked + math.ceil(round((deadline - looked) * 1000, 6)) / 1000
+class _Heads:
+    """The accumulator as `librdkafka_threads.Queues` reads it."""
+
+    def __init__(self, accumulator: Accumulator) -> None:
+        self.accumulator = accumulator
+
+    def head_created(self, slot: int) -> float | None:
+        head = self.accumulator.head(slot)
+        return None if head is None else head.created
+
+    def head_is_full(self, slot: int) -> bool:
+        return self.accumulator.head_is_full(slot)
+
+
+def _threaded(state: _Replay, trips: _RoundTrips, linger_s: float, delay_s: float) -> None:
+    """librdkafka's broker threads: each serves its partitions only when it loops."""
+    trace, policy, clock = state.trace, state.policy, state.clock
+    threads = BrokerThreads(state.leaders, linger_s, delay_s)
+    heads = _Heads(state.accumulator)
+    flush_s = clock.at(trace.flush_ns) if trace.flush_ns is not None else None
+    times = [clock.at(ns) for ns in state.end_ns]
+    next_message, total = 0, len(trace.slots)
+    now = times[0] if times else 0.0
+    while True:
+        candidates = [t for t in (times[next_message] if next_message < total else None,
+                                  trips.next_answer(), threads.next_loop())
+                      if t is not None]
+        if not candidates:  # nothing will come: flush what is left
+            trips.count(policy.poll(now, PollContext(dict(trips.free), None, False, True)))
+            break
+        now = min(candidates)
+        while next_message < total and times[next_message] <= now:
+            slot = trace.slots[next_message]
+            state._append(next_message)
+            next_message += 1
+            threads.appended(slot, now, state.accumulator.head_is_full(slot))
+        for broker in trips.answered(now):
+            policy.on_response(broker, 0.0, now, 0, False)
+            threads.answered(broker, now)
+        flushing = next_message >= total and (flush_s is None or now >= flush_s)
+        due = threads.due(now)
+        for broker in (sorted(trips.free) if flushing else due):  # flushing: every thread
+            only = {b: (free if b == broker else 0) for b, free in trips.free.items()}
+            trips.send(policy.poll(now, PollContext(only, None, False, flushing)), now)
+            threads.looped(broker, now, heads, trips.free[broker] > 0)
+        if flushing and not trips.in_flight and threads.next_loop() is None:
+            trips.count(policy.poll(now, PollContext(dict(trips.free), None, False, True)))
+            break
 
 
 def settings_from_trace(trace: ClientTrace, mode: str,

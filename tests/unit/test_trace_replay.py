@@ -410,6 +410,19 @@ def test_the_free_run_wakes_librdkafkas_thread_on_whole_milliseconds(
     assert (run.requests, run.records) == (requests, 3)
 
 
+def test_a_late_broker_thread_batches_more_in_the_free_run() -> None:
+    # librdkafka's thread looks only when woken; a thread that runs its lateness behind
+    # each wake-up carries that much more of each partition's messages per request
+    trace = dataclasses.replace(librdkafka_trace(rate=20_000, messages=6000),
+                                client="librdkafka")
+    settings = parse_mode_configs(["partition"], [
+        ("acks", "all"), ("produce.request.max.partitions", "1")], [], linger_ms=5)[0].settings
+    prompt = free_run(trace, "partition", settings)
+    late = free_run(trace, "partition", settings, thread_delay_s=0.001)
+    assert prompt.records == late.records == 6000
+    assert late.requests < prompt.requests * 0.95, (late, prompt)
+
+
 def records_per_batch(batch_size: int) -> int:
     """How many 100-byte keyless records kbatch's accumulator puts in a batch (the recorded
     traces show the Java producer's batches hold as many)."""
