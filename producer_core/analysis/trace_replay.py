@@ -18,9 +18,11 @@ state of a pass if its `send()` had returned before the Sender asked whether the
 ready (it was surely in its batch before the drain), or if the client put it in a request
 of this pass or an earlier one. A message appended while the drain ran, that the drain did
 not take, counts as appended after it: the race is timing, not a decision. Which nodes are
-ready is decided earlier in the pass: the Java producer's accumulator check runs right
-after its Sender's poll returns (`TracedRequest.pass_ns`), so a batch closed by a send()
-that returned after that is not what made a node ready in this pass (`ReadyScan`).
+ready is decided earlier in the pass: the Java producer's accumulator check runs after
+its Sender's poll returns (`TracedRequest.pass_ns`) and before it asks the node. A node
+ready when the pass began must be sent to; one whose batch closed between the two was
+seen ready or not as the check fell, which the trace does not time: there the client's
+choice stands (`ReadyScan`).
 
 Where the policy decides otherwise, the divergence is recorded (the first ones with both
 requests) and the policy is rebuilt from the real client's state (for a policy that walks
@@ -36,6 +38,7 @@ each time as the producer did.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,7 +46,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from producer_core.analysis.librdkafka_threads import BrokerThreads
 from producer_core.config import build_settings
-from producer_core.engine.core.accumulator import Accumulator, TopicPartition
+from producer_core.engine.core.accumulator import BATCH_FILLED, Accumulator, TopicPartition
 from producer_core.engine.core.linger.base import LingerPolicy, PollContext
 from producer_core.engine.modes import make_policy
 from producer_core.engine.modes import mode as mode_spec
@@ -81,9 +84,9 @@ class ReadinessProbe(Protocol):
 @runtime_checkable
 class ReadyScan(Protocol):
     """A policy that decides which nodes are ready before it drains them (mode java: the
-    accumulator's ready check, then the drain): the replay asks it at the pass's start,
-    with the appends before it, and lets it drain only those nodes, with every append
-    before the node's own ready check."""
+    accumulator's ready check, then the drain): the replay asks it at the pass's start
+    and when the client asked the node, to tell a node it must send to from one the
+    client's untimed check may have seen either way."""
 
     def ready_brokers(self, now: float, context: PollContext) -> set[int]: ...
 
@@ -274,7 +277,7 @@ class _Clock:
     def __init__(self, trace: ClientTrace) -> None:
         self.base_ms = trace.clock_ms
         self.base_s = (trace.clock_ms % CLOCK_WRAP_MS) / 1000.0
-        self.base_ns = trace.clock_ns
+        self.base_ns = trace.clock_ns + clock_shift_ns(trace)
 
     def at(self, ns: int) -> float:
         return self.base_s + (ns - self.base_ns) / 1e9
@@ -286,6 +289,25 @@ class _Clock:
     def tick(self, ms: int) -> float:
         """Where the client's clock read `ms` begins."""
         return self.base_s + (ms - self.base_ms) / 1000.0
+
+
+def clock_shift_ns(trace: ClientTrace) -> int:
+    """How much earlier the client's millisecond clock really ticks than its clock line
+    says. The line is the first nanosecond the driver saw after a tick, so the tick is at
+    or before it; a driver descheduled while it watched reads it late (0.87 ms in one
+    Kafka run, which moved a batch's linger by a millisecond). Each Sender pass read its
+    millisecond (`created_ms`) before it asked a node (`ready_ns`): a pass that asked
+    before the line's tick of that millisecond proves the line late, by at least that
+    much. The shift is the least the passes require (0: none does)."""
+    if trace.client == "librdkafka":
+        return 0
+    shift = 0.0
+    for request in trace.requests:
+        if request.created_ms >= 0 and request.ready_ns >= 0:
+            asked = (request.ready_ns - trace.clock_ns) / 1e9
+            tick = (request.created_ms - trace.clock_ms) / 1000.0
+            shift = min(shift, asked - tick)
+    return round(shift * 1e9)
 
 
 class _Replay:
@@ -302,6 +324,7 @@ class _Replay:
                       zip(trace.topics, trace.partitions, strict=True) for p in range(count)]
         self.leaders = self._leaders()
         self.end_ns = [s + t for s, t in zip(trace.start_ns, trace.took_ns, strict=True)]
+        self.start_ms = trace.start_ms if len(trace.start_ms) == len(trace.start_ns) else []
         if len(trace.waited_ns) == len(trace.start_ns):  # the client said which waited
             # the whole send(): where in it the wait began is not timed (a few
             # microseconds of work come before and after it)
@@ -315,6 +338,8 @@ class _Replay:
         """When the client's send() waited for memory, (start, end), in order."""
         self.appended = [False] * len(trace.slots)
         self.prefix = 0  # every message before this one is appended
+        self.first_of_batch: set[int] = set()
+        """Messages that began a batch of the client's (its requests show where)."""
         self.carried = self._attribute()
         self.unsent: set[int] = set()
         """Messages appended that the client has not put in a request yet."""
@@ -344,7 +369,9 @@ class _Replay:
                 queue = queues.get(part.slot)
                 if part.retry or queue is None:
                     continue
-                messages.extend(queue.popleft() for _ in range(min(part.records, len(queue))))
+                taken = [queue.popleft() for _ in range(min(part.records, len(queue)))]
+                self.first_of_batch.update(taken[:1])
+                messages.extend(taken)
             carried.append(messages)
         return carried
 
@@ -362,6 +389,9 @@ class _Replay:
     def _append(self, message: int) -> None:
         trace = self.trace
         now = self.clock.at(trace.start_ns[message])
+        if self.start_ms:  # the millisecond the client read: a new batch's created time
+            tick = self.clock.tick(self.start_ms[message])
+            now = min(max(now, tick), tick + 0.000_999)
         key_size = trace.key_sizes[message]
         key = None if key_size < 0 else bytes(key_size)
         header_index = trace.header_index[message]
@@ -393,6 +423,19 @@ class _Replay:
         self.prefix = stop
         for request in group:
             self.unsent.difference_update(self.carried[request.index])
+        self._closing(stop, ready_ns)
+
+    def _closing(self, message: int, at_ns: int) -> None:
+        """A `send()` under way at `at_ns` whose record began a new batch of the client's
+        closed the slot's open batch when it began (Java closes a full batch as soon as a
+        record does not fit, then finds that record a new batch: that can take
+        milliseconds, waiting for the lock the Sender's drain holds)."""
+        trace = self.trace
+        if (message < len(trace.slots) and not self.appended[message]
+                and trace.start_ns[message] < at_ns and message in self.first_of_batch):
+            slot = trace.slots[message]
+            if self.accumulator.close_open(slot):
+                self.policy.on_append(slot, BATCH_FILLED, self.clock.at(trace.start_ns[message]))
 
     def memory_exhausted(self, begin_ns: int, end_ns: int) -> bool:
         """Was a send() of the client's waiting for buffer.memory at some time of a pass
@@ -497,13 +540,19 @@ def replay(trace: ClientTrace, mode: str, settings: ProducerSettings,
         context = PollContext(free, state.backlog(ready_ns),
                               state.memory_exhausted(began_ns, ready_ns), flushing)
         pass_ns = group[0].pass_ns
+        began_ready: set[int] | None = None
         if 0 <= pass_ns < ready_ns and isinstance(policy, ReadyScan):
             state.see(pass_ns, ())
-            scanned = policy.ready_brokers(now, context)
-            for node in free:
-                if node not in scanned:  # not ready when the client checked
-                    free[node] = 0
+            began_ready = policy.ready_brokers(now, dataclasses.replace(
+                context, memory_exhausted=state.memory_exhausted(pass_ns, pass_ns)))
         state.see(ready_ns, group)
+        if began_ready is not None and isinstance(policy, ReadyScan):
+            # ready when the pass began: it must send; ready only by the time it asked
+            # the node (a batch closed meanwhile): when the check ran is not timed, so
+            # the client's choice stands; not ready by then: it must not
+            written = {request.broker for request in group}
+            for node in policy.ready_brokers(now, context) - began_ready - written:
+                free[node] = 0
         since: dict[int, float | None] = {}
         if isinstance(policy, ReadinessProbe):
             policy.context = context

@@ -98,6 +98,9 @@ class ClientTrace:
     waited_ns: list[int] = field(default_factory=list)
     """Of each send(), the time it waited for buffer.memory (the client's own metric;
     empty: not reported)."""
+    start_ms: list[int] = field(default_factory=list)
+    """Of each send(), the client's millisecond clock when it began: what a new batch's
+    created time reads (empty: not reported)."""
     requests: list[TracedRequest] = field(default_factory=list)
     responses: dict[int, int] = field(default_factory=dict)
     """Correlation id -> when its response was read (ns)."""
@@ -132,7 +135,8 @@ class ClientTrace:
         self.timestamps_ms.extend([timestamp_ms] * len(slots))
 
     def add_appends(self, first: int, start_ns: list[int], took_ns: list[int],
-                    waited_ns: list[int] | None = None) -> None:
+                    waited_ns: list[int] | None = None,
+                    start_ms: list[int] | None = None) -> None:
         """The client's send() timings of messages `first`, `first + 1`, ... (in order)."""
         if first != len(self.start_ns):
             raise ValueError(f"trace appends out of order: {first} after {len(self.start_ns)}")
@@ -140,6 +144,8 @@ class ClientTrace:
         self.took_ns.extend(took_ns)
         if waited_ns is not None:
             self.waited_ns.extend(waited_ns)
+        if start_ms is not None:
+            self.start_ms.extend(start_ms)
 
     def first_slots(self) -> list[int]:
         firsts, total = [], 0

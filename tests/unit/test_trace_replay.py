@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from producer_core.analysis.compare import parse_mode_configs
-from producer_core.analysis.trace_replay import ReplayReport, free_run, replay
+from producer_core.analysis.trace_replay import ReplayReport, clock_shift_ns, free_run, replay
 from producer_core.engine.core.accumulator import BATCH_FILLED, Accumulator, TopicPartition
 from producer_core.results.client_trace import ClientTrace, TracedPart, TracedRequest
 from producer_core.workload.workload import Workload
@@ -459,3 +459,51 @@ def test_a_node_whose_batch_closed_after_the_sender_pass_began_is_ready_in_the_n
     trace.requests = [dataclasses.replace(r, pass_ns=-1) for r in trace.requests]
     untimed = replay(trace, "java", settings)
     assert untimed.extra_requests == 1, "\n".join(untimed.lines())
+
+
+def test_a_send_under_way_that_began_a_new_batch_had_closed_the_full_one() -> None:
+    # one partition, linger 500 ms: the record after a full batch's last one began its
+    # send() before the Sender's pass (Java closed the full batch then) and ended after it
+    # (it waited for the lock the drain held): the batch was ready in that pass
+    held = records_per_batch(1024)
+    count = held + 1
+    trace = ClientTrace("synthetic", "1", ["t"], [1], clock_ms=0, clock_ns=0)
+    times = [10 * MS + i * 20_000 for i in range(count)]
+    trace.add_messages([0] * count, [None] * count, [bytes(100)] * count, times, None)
+    took = [5_000] * held + [3 * MS]  # the last send() is under way for 3 ms
+    trace.add_appends(0, times, took)
+    began = times[-1] + 10_000
+    trace.requests = [
+        TracedRequest(0, began + 60_000, 1, 0, 10, began + 40_000, 0, (TracedPart(0, held),),
+                      began),
+        TracedRequest(1, 700 * MS, 1, 1, 700, 700 * MS - 10_000, 1, (TracedPart(0, 1),),
+                      700 * MS - 20_000)]
+    trace.responses = {0: began + 900_000, 1: 701 * MS}
+    settings = parse_mode_configs(["java"], [("acks", "all"), ("batch.size", "1024")], [],
+                                  linger_ms=500)[0].settings
+    report = replay(trace, "java", settings)
+    assert (report.compared, report.identical) == (2, 2), "\n".join(report.lines())
+    # a send() that began after the pass closed nothing the pass could see
+    trace.start_ns[-1] = began + 50_000
+    assert replay(trace, "java", settings).by_kind["not_sent"] == 1
+
+
+def test_a_clock_line_read_late_is_moved_back_by_what_the_passes_prove() -> None:
+    trace = synthetic_trace()
+    assert clock_shift_ns(trace) == 0  # every pass asked after its millisecond began
+    late = dataclasses.replace(trace, clock_ns=trace.clock_ns + 870_000)  # read 0.87 ms late
+    assert clock_shift_ns(late) == pytest.approx(-870_000 + 200_000, abs=1)
+    # (the earliest pass asked 0.2 ms into its millisecond: the line is moved back just
+    # enough that no pass asked before its millisecond began)
+    assert replay(late, "java", java_settings(5)).share_identical == 1.0
+
+
+def test_a_batch_is_created_on_the_millisecond_the_client_read() -> None:
+    # the client's send() of the first message read millisecond 11 though the clock line
+    # puts its start at 10.137 ms: its batch's linger (5 ms) runs out at 16, not 15
+    trace = synthetic_trace(messages=1, linger_ms=5)
+    trace.flush_ns = None  # (a flush would make it ready at once)
+    trace.requests = [dataclasses.replace(trace.requests[0], created_ms=15)]
+    assert replay(trace, "java", java_settings(5)).share_identical == 1.0
+    trace.start_ms = [11]
+    assert replay(trace, "java", java_settings(5)).by_kind["not_sent"] == 1

@@ -504,6 +504,16 @@ class Accumulator:
             return None
         return self.batch_size - queue[-1].size_bytes()
 
+    def close_open(self, slot: int) -> bool:
+        """Close the slot's open batch to appends, as the Java producer does as soon as a
+        record does not fit, before that record's `send()` has a new batch (a trace
+        replay sees such a `send()` under way); False when it has no open batch."""
+        queue = self.queues[slot]
+        if not queue or queue[-1].closed:
+            return False
+        queue[-1].closed = True
+        return True
+
     def slot_bytes(self, slot: int) -> int:
         """Record bytes of every batch queued in `slot` (0 when it has none)."""
         queue = self.queues[slot]

@@ -145,7 +145,7 @@ class KafkaJavaRun(PipeRun):
         kind = item["type"]
         if kind == "appends":
             trace.add_appends(item["first"], item["start_ns"], item["took_ns"],
-                              item.get("waited_ns"))
+                              item.get("waited_ns"), item.get("start_ms"))
         elif kind == "response":
             trace.responses[item["corr"]] = item["ns"]
         elif kind == "clock":

@@ -112,7 +112,7 @@ public final class KbatchProducerDriver {
     private volatile long passNs = -1;  // when the Sender's last poll returned: its pass began
     static final int TRACE_CHUNK = 4096;
     private long[] tracePre = new long[TRACE_CHUNK], tracePost = new long[TRACE_CHUNK];
-    private long[] traceWait = new long[TRACE_CHUNK];
+    private long[] traceWait = new long[TRACE_CHUNK], traceMs = new long[TRACE_CHUNK];
     private Metric bufferPoolWait;  // bufferpool-wait-time-ns-total: send()'s waits for memory
     private int traced;
     private long traceFirst;
@@ -183,10 +183,7 @@ public final class KbatchProducerDriver {
             }
             if (method.getName().equals("poll") && result instanceof List) {
                 long now = System.nanoTime();
-                if (trace) {
-                    senderPasses.incrementAndGet();
-                    passNs = now;  // the accumulator's ready check comes after this
-                }
+                if (trace) senderPasses.incrementAndGet();
                 for (Object item : (List<?>) result) {
                     ClientResponse response = (ClientResponse) item;
                     int correlation = response.requestHeader().correlationId();
@@ -200,6 +197,8 @@ public final class KbatchProducerDriver {
                         }
                     }
                 }
+                // the Sender's ready check comes after this (and after the lines above)
+                if (trace) passNs = System.nanoTime();
             }
             return result;
         }
@@ -529,6 +528,7 @@ public final class KbatchProducerDriver {
         long position = positions.computeIfAbsent(where, k -> new long[1])[0]++;
         submitted.incrementAndGet();
         long before = trace ? System.nanoTime() : 0;
+        long beforeMs = trace ? System.currentTimeMillis() : 0;  // as send() reads nowMs
         double waited = trace ? waitedNs() : 0;
         try {
             producer.send(rec, new Delivered(topic, intendedNs, id, record, where, position));
@@ -538,6 +538,7 @@ public final class KbatchProducerDriver {
         if (trace) {
             tracePost[traced] = System.nanoTime();
             tracePre[traced] = before;
+            traceMs[traced] = beforeMs;
             traceWait[traced] = Math.round(waitedNs() - waited);
             if (++traced == TRACE_CHUNK) traceAppends();
         }
@@ -551,8 +552,9 @@ public final class KbatchProducerDriver {
     }
 
     /** The traced send() calls so far, in message order: when each started (the batch's
-     *  createdMs is read there), how long it took (the record is in its batch at the end)
-     *  and how long of that it waited for buffer.memory. */
+     *  createdMs is read there; and the millisecond clock then, which a new batch's
+     *  createdMs reads), how long it took (the record is in its batch at the end) and how
+     *  long of that it waited for buffer.memory. */
     void traceAppends() {
         if (traced == 0) return;
         StringBuilder b = new StringBuilder("{\"type\":\"appends\",\"first\":")
@@ -570,6 +572,11 @@ public final class KbatchProducerDriver {
         for (int i = 0; i < traced; i++) {
             if (i > 0) b.append(',');
             b.append(traceWait[i]);
+        }
+        b.append("],\"start_ms\":[");
+        for (int i = 0; i < traced; i++) {
+            if (i > 0) b.append(',');
+            b.append(traceMs[i]);
         }
         emit(b.append("]}").toString(), false);
         traceFirst += traced;
