@@ -79,13 +79,17 @@ def run_in_synthetic_time(coroutine: Any, monkeypatch: pytest.MonkeyPatch) -> An
         loop.close()
 
 
+def refusal(cluster: _Cluster, timeout_s: float, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The error ensure_topic gives for `cluster` after `timeout_s` of synthetic time."""
+    with pytest.raises(BrokerError) as refused:
+        run_in_synthetic_time(cluster.ensure_topic("t", 3, timeout_s=timeout_s), monkeypatch)
+    return str(refused.value)
+
+
 def test_a_leader_that_closes_the_connection_is_asked_again_and_named(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # NOT_LEADER first, then a closed connection until the deadline: both are named
-    cluster = _Cluster([6, None])
-    with pytest.raises(BrokerError) as refused:
-        run_in_synthetic_time(cluster.ensure_topic("t", 3, timeout_s=0.3), monkeypatch)
-    text = str(refused.value)
+    text = refusal(_Cluster([6, None]), 0.3, monkeypatch)
     assert "the brokers still refuse 6 of them" in text, text
     assert "NOT_LEADER_FOR_PARTITION (error 6) for 3" in text, text
     assert "the leader closed the connection (node 1) for 3" in text, text
@@ -108,10 +112,7 @@ def test_a_broker_that_closes_the_metadata_request_is_asked_again(
 def test_a_broker_that_keeps_closing_the_metadata_request_is_named(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # leaders shown once, refused, then every Metadata request closed until the deadline
-    cluster = _Cluster([6], metadata=[False, False, True])
-    with pytest.raises(BrokerError) as refused:
-        run_in_synthetic_time(cluster.ensure_topic("t", 3, timeout_s=0.5), monkeypatch)
-    text = str(refused.value)
+    text = refusal(_Cluster([6], metadata=[False, False, True]), 0.5, monkeypatch)
     assert "metadata names a leader for each of its 3 partitions" in text, text
     assert "NOT_LEADER_FOR_PARTITION (error 6) for 3" in text, text
     assert "the broker closed the connection when asked for metadata for 3" in text, text
@@ -119,9 +120,6 @@ def test_a_broker_that_keeps_closing_the_metadata_request_is_named(
 
 def test_a_topic_whose_metadata_never_arrives_says_so(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    cluster = _Cluster([0], metadata=[False, True])
-    with pytest.raises(BrokerError) as refused:
-        run_in_synthetic_time(cluster.ensure_topic("t", 3, timeout_s=0.5), monkeypatch)
-    text = str(refused.value)
+    text = refusal(_Cluster([0], metadata=[False, True]), 0.5, monkeypatch)
     assert "no metadata answered showed any of its 3 partitions" in text, text
     assert "the broker closed the connection when asked for metadata" in text, text
