@@ -280,8 +280,12 @@ def main() -> None:
     if args.whole_only and args.replay_only:
         parser.error("--whole-only and --replay-only exclude each other")
     if args.replay_saved:
-        replay_saved(Path(args.replay_saved),
-                     [float(x) for x in args.thread_delays.split(",") if x.strip()])
+        try:
+            delays = [float(x) for x in args.thread_delays.split(",") if x.strip()]
+        except ValueError:
+            parser.error(f"--thread-delays takes milliseconds separated by commas (e.g. "
+                         f"0.1,0.2), not {args.thread_delays!r}")
+        replay_saved(Path(args.replay_saved), delays)
         return
     pairs = [p for p in PAIRS if p[0] in args.pairs.split(",")
              and p[2] in args.clients.split(",")]
