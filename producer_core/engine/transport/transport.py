@@ -449,8 +449,9 @@ def _not_served(topic: str, partitions: int, leaders: list[int], refused: Counte
         return (f"Topic {topic!r} has no leader serving every partition after "
                 f"{timeout_s:.0f} s ({shown}).")
     answers = ", ".join(f"{name} for {count:,}" for name, count in refused.most_common())
+    refusing = min(sum(refused.values()), partitions)  # a partition may have several answers
     return (f"Topic {topic!r}: {shown}, but after {timeout_s:.0f} s the brokers still "
-            f"refuse {sum(refused.values()):,} of them ({answers}). A broker that failed to "
+            f"refuse {refusing:,} of them ({answers}). A broker that failed to "
             "take partitions over refuses them until it restarts: Apache Kafka logs \"Error "
             "applying topics delta\", for example with \"Too many open files\" (a node "
             "keeps a file open per partition, and a deleted topic's files until "
