@@ -70,10 +70,10 @@ def test_a_download_faster_than_the_sampling_is_reported_before_pip_moves_on(
     seen = Recorder()
     code, _ = run_pip([sys.executable, str(script), "0", "0"], tmp_path / "tmp", seen, 60)
     assert code == 0
-    whole = seen.events.index("1500000 of 1500000")
-    assert seen.events[whole + 1] == "Installing collected packages: confluent-kafka"
-    assert seen.events[-1] == "Successfully installed confluent-kafka-9.9.9", seen.events
-    assert seen.events.count("1500000 of 1500000") == 1
+    # (a sample may also catch the whole wheel before pip moves on: order, not counts)
+    moved_on = seen.events.index("Installing collected packages: confluent-kafka")
+    assert seen.events[moved_on - 1] == "1500000 of 1500000", seen.events
+    assert seen.events[moved_on + 1:] == ["Successfully installed confluent-kafka-9.9.9"]
 
 
 def test_a_failing_pip_gives_its_code_and_output_and_no_completed_transfer(tmp_path) -> None:
